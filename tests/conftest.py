@@ -1,0 +1,40 @@
+"""Shared fixtures. Hub fixtures: the logic lives in tests/hubserver.py."""
+
+import pytest
+
+from hubserver import point_huggingface_hub_at, serving
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _hub_offline_by_default(tmp_path_factory):
+    """No test may reach the Internet: huggingface_hub is offline, with an empty private cache,
+    and its endpoint is a closed local port; only the `hub_server` fixture turns it back on."""
+    with pytest.MonkeyPatch.context() as mp:
+        point_huggingface_hub_at(mp, endpoint="http://127.0.0.1:9", offline=True,
+                                 home=tmp_path_factory.mktemp("hf-home"))
+        yield
+
+
+@pytest.fixture
+def hub_server(tmp_path, monkeypatch):
+    """A Hub-compatible server on 127.0.0.1 with HF_ENDPOINT pointing at it (see hubserver.py)."""
+    with serving(tmp_path, monkeypatch) as server:
+        yield server
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_toolkit_home(tmp_path_factory):
+    """Keys and feature caches of the tests never touch the user's ~/.config or ~/.cache."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RECONBENCH_HOME", str(tmp_path_factory.mktemp("reconbench-home")))
+        mp.setenv("RECONBENCH_CACHE", str(tmp_path_factory.mktemp("reconbench-cache")))
+        yield
+
+
+@pytest.fixture(scope="session")
+def signing_key(tmp_path_factory):
+    """A fresh ed25519 key file for tests that sign results."""
+    from reconbench.signing import generate_key
+
+    path, _ = generate_key(tmp_path_factory.mktemp("keys") / "test.pem")
+    return path

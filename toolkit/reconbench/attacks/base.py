@@ -1,0 +1,99 @@
+"""The attack interface: every attack declares its taxonomy cell and returns |D_tar| images."""
+
+from __future__ import annotations
+
+import inspect
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+import torch
+
+from reconbench.knowledge import Knowledge
+
+Family = Literal["optimization", "training", "analysis"]
+
+
+class AttackError(Exception):
+    """An attack that is misconfigured, cannot be loaded, or returned malformed output."""
+
+
+@dataclass(frozen=True)
+class Reconstruction:
+    images: torch.Tensor  # float (N, C, H, W), pixels in [0, 1]
+    labels: torch.Tensor  # int64 (N,)
+
+    def to_uint8(self) -> torch.Tensor:
+        return (self.images.detach().clamp(0, 1) * 255).round().to(torch.uint8).cpu()
+
+
+def enforce_size(rec: Reconstruction, target_size: int, input_shape: tuple[int, ...]) -> Reconstruction:
+    """The SoK's size rule (Def. 3.2): |D_rec| = |D_tar|; fewer are replicated cyclically.
+
+    More than |D_tar| is refused: selecting among extra candidates is the attack's job and must
+    not use the target set, so the harness will not pick for it.
+    """
+    images, labels = rec.images.detach(), rec.labels.detach().to(torch.int64)
+    if images.ndim != 4 or tuple(images.shape[1:]) != tuple(input_shape):
+        raise AttackError(f"reconstructions must be (N, {', '.join(map(str, input_shape))}), got {tuple(images.shape)}")
+    n = images.shape[0]
+    if labels.shape != (n,):
+        raise AttackError(f"labels must have shape ({n},), got {tuple(labels.shape)}")
+    if n == 0:
+        raise AttackError("the attack returned no reconstruction")
+    if n > target_size:
+        raise AttackError(f"the attack returned {n} reconstructions, more than |D_tar| = {target_size}")
+    if not torch.isfinite(images).all():
+        raise AttackError("reconstructions contain NaN or infinite pixels")
+    if n < target_size:
+        index = torch.arange(target_size) % n
+        images, labels = images[index], labels[index]
+    return Reconstruction(images.clamp(0, 1).float().cpu(), labels.cpu())
+
+
+class Progress:
+    """A step counter the harness wires to a rich progress bar (or to nothing, in tests)."""
+
+    def __init__(self, factory: Callable[[str, int], Any] | None = None):
+        self._factory = factory
+
+    @contextmanager
+    def task(self, description: str, total: int) -> Iterator[Callable[[int], None]]:
+        if self._factory is None:
+            yield lambda steps=1: None
+            return
+        with self._factory(description, total) as advance:
+            yield advance
+
+
+class Attack(ABC):
+    """Subclass, set the class attributes, implement `run`. Config values override `defaults`."""
+
+    name: ClassVar[str]
+    paper: ClassVar[str]
+    family: ClassVar[Family]
+    scenarios: ClassVar[tuple[str, ...]]  # taxonomy cells it runs in, e.g. ("static/white-box/none",)
+    version: ClassVar[str] = "1"
+    defaults: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self, **config: Any):
+        unknown = set(config) - set(self.defaults)
+        if unknown:
+            raise AttackError(f"attack '{self.name}' has no option(s) {', '.join(sorted(unknown))}")
+        self.config: dict[str, Any] = {**self.defaults, **config}
+
+    @abstractmethod
+    def run(self, knowledge: Knowledge, *, seed: int, progress: Progress) -> Reconstruction:
+        """Reconstruct |D_tar| = knowledge.target_size images (fewer are replicated by the harness)."""
+
+    @classmethod
+    def code_reference(cls) -> str:
+        module = inspect.getmodule(cls)
+        return f"{module.__name__ if module else '?'}:{cls.__qualname__}"
+
+
+def class_balanced_labels(n: int, num_classes: int) -> torch.Tensor:
+    """Labels for n reconstructions spread evenly over the classes (the attacker knows no class counts)."""
+    return torch.arange(n, dtype=torch.int64) % num_classes

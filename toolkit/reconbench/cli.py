@@ -1,0 +1,174 @@
+"""`recon-submit`: thin typer commands; the logic lives in the package."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from reconbench import __version__
+from reconbench.console import console, fail, rich_task
+
+app = typer.Typer(help="ReconBench: evaluate data reconstruction attacks and submit signed results.", no_args_is_help=True)
+
+# Errors that users cause (bad input, missing files): one line and a non-zero exit, no traceback.
+from reconbench.attacks import AttackError  # noqa: E402
+from reconbench.hub import HubError  # noqa: E402
+from reconbench.io import FileFormatError  # noqa: E402
+from reconbench.knowledge import KnowledgeError  # noqa: E402
+from reconbench.results import ResultError  # noqa: E402
+from reconbench.signing import SigningError  # noqa: E402
+from reconbench.tracks import TrackError  # noqa: E402
+
+USER_ERRORS = (AttackError, HubError, FileFormatError, KnowledgeError, ResultError, SigningError, TrackError, ValueError, FileExistsError)
+
+
+def parse_overrides(items: list[str]) -> dict:
+    """`--set iterations=100 --set lr=0.1`: values parsed as JSON when they parse, else strings."""
+    config = {}
+    for item in items:
+        if "=" not in item:
+            raise ValueError(f"--set expects key=value, got '{item}'")
+        key, value = item.split("=", 1)
+        try:
+            config[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            config[key.strip()] = value
+    return config
+
+
+@app.command()
+def evaluate(
+    track: str = typer.Option("digits", help="track id (see `recon-submit tracks`)"),
+    attack: str = typer.Option("deepinversion", help="attack name, or path/to/file.py:ClassName"),
+    scenario: Optional[str] = typer.Option(None, help="training/access/data, e.g. static/white-box/none"),
+    seed: int = typer.Option(0),
+    device: str = typer.Option("cpu", help="cpu, cuda, cuda:1, ..."),
+    out: Optional[Path] = typer.Option(None, help="output folder (default ./recon-results/<entry-id>/)"),
+    key: Optional[Path] = typer.Option(None, help="ed25519 private key (default: created on first use)"),
+    set_: list[str] = typer.Option([], "--set", help="attack option override, key=value (repeatable)"),
+    weights_dir: Optional[Path] = typer.Option(None, help="folder with Inception/AlexNet weights for FID/LPIPS"),
+    quiet: bool = typer.Option(False, help="no progress bar"),
+) -> None:
+    """Run an attack on a track, score it, and write a signed result folder."""
+    from reconbench.attacks import Progress
+    from reconbench.evaluation import evaluate as run
+    from reconbench.signing import default_key_path, generate_key
+
+    try:
+        key_path = key or default_key_path()
+        if key is None and not key_path.exists():
+            generate_key(key_path)
+            console.print(f"Created a signing key: [bold]{key_path}[/] (public key: {key_path}.pub)")
+        output = run(
+            track_id=track, attack_spec=attack, scenario=scenario, seed=seed, device=device, out=out,
+            key_path=key_path, config=parse_overrides(set_), progress=Progress(None if quiet else rich_task),
+            command="recon-submit " + shlex.join(sys.argv[1:]), weights_dir=weights_dir,
+        )
+    except USER_ERRORS as exc:
+        fail(str(exc))
+    payload = output.result.payload
+    table = Table(title=f"{payload.attack.name} on {payload.track} ({payload.scenario})")
+    table.add_column("metric")
+    table.add_column("value (coverage)")
+    from reconbench.metrics import METRICS
+
+    for name, result in payload.metrics.items():
+        arrow = METRICS[name].direction if name in METRICS else ""
+        table.add_row(f"{name} {arrow}", result.format() if result.status == "computed" else (result.note or "not computed"))
+    console.print(table)
+    console.print(f"wall time: {payload.provenance.wall_seconds:.1f} s on {payload.provenance.device}")
+    console.print(f"signed result:   {output.folder / 'result.json'}")
+    console.print(f"reconstructions: {output.folder / 'reconstructions.safetensors'}")
+
+
+@app.command()
+def keygen(path: Optional[Path] = typer.Argument(None, help="private key file (default ~/.config/reconbench/keys/ed25519.pem)")) -> None:
+    """Create an ed25519 signing key (private file mode 0600; never overwrites)."""
+    from reconbench.signing import default_key_path, generate_key, key_id
+
+    try:
+        written, public = generate_key(path or default_key_path())
+    except USER_ERRORS as exc:
+        fail(str(exc))
+    console.print(f"private key: {written} (mode 0600, keep it secret)")
+    console.print(f"public key:  ed25519 {public}  (key id {key_id(public)})")
+
+
+@app.command()
+def verify(result: Path = typer.Argument(..., help="result folder or its result.json")) -> None:
+    """Check a result's signature and its reconstruction file's hash."""
+    from reconbench.results import verify_result_dir
+
+    try:
+        parsed = verify_result_dir(result)
+    except USER_ERRORS as exc:
+        fail(str(exc))
+    console.print(f"OK: {parsed.payload.entry_id} signed by key {parsed.signature.key_id}; reconstructions match their sha256")
+
+
+@app.command()
+def tracks() -> None:
+    """List the tracks of the registry with their status and scenarios."""
+    from reconbench.tracks import all_tracks
+
+    table = Table(title="tracks")
+    for col in ("id", "status", "dataset", "architecture", "|D_tar|", "accuracy train/test", "scenarios"):
+        table.add_column(col)
+    for t in all_tracks():
+        acc = f"{t.train_accuracy:.3f} / {t.test_accuracy:.3f}" if t.train_accuracy is not None else "-"
+        size = f"{t.train_size}" + (f" (update {t.update_size})" if t.update_size else "")
+        table.add_row(t.id, t.status, t.dataset, t.architecture + (f" [{t.variant}]" if t.variant else ""), size, acc, "\n".join(t.scenarios))
+    console.print(table)
+
+
+@app.command()
+def attacks() -> None:
+    """List the attacks with their paper, family and taxonomy cells."""
+    from reconbench.attacks import ATTACKS
+
+    table = Table(title="attacks")
+    for col in ("name", "family", "scenarios (training/access/data)", "paper"):
+        table.add_column(col)
+    for cls in ATTACKS.values():
+        table.add_row(cls.name, cls.family, "\n".join(cls.scenarios), cls.paper)
+    console.print(table)
+
+
+@app.command()
+def metrics() -> None:
+    """List every metric with its formula, range and direction."""
+    from reconbench.metrics import METRICS
+
+    table = Table(title="metrics")
+    for col in ("name", "dir", "level", "range", "formula"):
+        table.add_column(col)
+    for m in METRICS.values():
+        table.add_row(m.name, m.direction, m.level, m.range, m.formula)
+    console.print(table)
+
+
+@app.command()
+def version() -> None:
+    """Print the toolkit version."""
+    console.print(__version__)
+
+
+def _register_groups() -> None:
+    import importlib
+
+    from reconbench.commands import MODULES
+
+    for name in MODULES:
+        importlib.import_module(f"reconbench.commands.{name}").register(app)
+
+
+_register_groups()
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,7 @@
+"""CLI commands of this concern (filled in by its issue)."""
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    pass

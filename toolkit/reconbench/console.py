@@ -1,0 +1,35 @@
+"""Rich output shared by the CLI commands: the console, a progress-bar factory, error printing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+@contextmanager
+def rich_task(description: str, total: int) -> Iterator:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=False,
+    ) as bar:
+        task = bar.add_task(description, total=total)
+        yield lambda steps=1: bar.advance(task, steps)
+
+
+def fail(message: str, code: int = 1) -> None:
+    """One clear line on stderr, then exit non-zero (no traceback)."""
+    import typer
+
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, markup=True)
+    raise typer.Exit(code)

@@ -1,0 +1,77 @@
+"""Atomic writes and safetensors arrays: the only file formats the toolkit reads (never pickle)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+from safetensors import SafetensorError
+from safetensors.numpy import load_file, save_file
+
+
+class FileFormatError(Exception):
+    """A file that is missing, malformed or of the wrong shape; the message names the file."""
+
+
+@contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """Yield a temporary path beside `path`; rename it over `path` only if the block succeeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@contextmanager
+def atomic_dir(path: Path) -> Iterator[Path]:
+    """Yield a temporary folder beside `path`; it becomes `path` only if the block succeeds."""
+    path = Path(path)
+    if path.exists():
+        raise FileExistsError(f"{path}: already exists; choose another --out or remove it")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def write_json(path: Path, obj: object) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, allow_nan=False) + "\n", encoding="utf-8")
+
+
+def save_arrays(path: Path, arrays: dict[str, np.ndarray], metadata: dict[str, str] | None = None) -> None:
+    with atomic_path(path) as tmp:
+        save_file({k: np.ascontiguousarray(v) for k, v in arrays.items()}, str(tmp), metadata=metadata)
+
+
+def load_arrays(path: Path, required: dict[str, type] | None = None) -> dict[str, np.ndarray]:
+    """Load a safetensors file; check that each required key is there with the right dtype."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileFormatError(f"{path}: file not found")
+    try:
+        arrays = load_file(str(path))
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise FileFormatError(f"{path}: not a valid safetensors file ({exc})") from None
+    for key, dtype in (required or {}).items():
+        if key not in arrays:
+            raise FileFormatError(f"{path}: missing tensor '{key}' (has {sorted(arrays)})")
+        if arrays[key].dtype != np.dtype(dtype):
+            raise FileFormatError(f"{path}: tensor '{key}' is {arrays[key].dtype}, expected {np.dtype(dtype)}")
+    return arrays

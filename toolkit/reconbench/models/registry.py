@@ -1,0 +1,49 @@
+"""Architecture names -> constructors, and safetensors save/load with a clear error on mismatch."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from reconbench.io import FileFormatError, atomic_path
+from reconbench.models.small import HomogeneousMLP, SmallCNN
+
+ARCHITECTURES: dict[str, Callable[..., nn.Module]] = {
+    "small-cnn": SmallCNN,
+    "homogeneous-mlp": HomogeneousMLP,
+}
+
+
+def build_model(arch: str, **kwargs) -> nn.Module:
+    if arch not in ARCHITECTURES:
+        raise KeyError(f"unknown architecture '{arch}' (known: {', '.join(sorted(ARCHITECTURES))})")
+    return ARCHITECTURES[arch](**kwargs)
+
+
+def save_model(model: nn.Module, path: Path, metadata: dict[str, str] | None = None) -> None:
+    state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    with atomic_path(Path(path)) as tmp:
+        save_file(state, str(tmp), metadata=metadata)
+
+
+def load_model(arch: str, path: Path, device: str | torch.device = "cpu", **kwargs) -> nn.Module:
+    """Build `arch` and load its weights from a safetensors file; the model is returned in eval mode."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileFormatError(f"{path}: weight file not found")
+    try:
+        state = load_file(str(path))
+    except (SafetensorError, OSError) as exc:
+        raise FileFormatError(f"{path}: not a valid safetensors file ({exc})") from None
+    model = build_model(arch, **kwargs)
+    try:
+        model.load_state_dict(state, strict=True)
+    except RuntimeError as exc:
+        first = str(exc).splitlines()[0]
+        raise FileFormatError(f"{path}: weights do not fit architecture '{arch}': {first}") from None
+    return model.to(device).eval()

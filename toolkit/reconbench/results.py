@@ -1,0 +1,227 @@
+"""The result file: a strict payload (pydantic) plus provenance, signed with ed25519.
+
+On disk a result is a folder with `result.json` = {"payload": ..., "signature": ...} and
+`reconstructions.safetensors` (uint8 images N x C x H x W, int64 labels).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
+
+from reconbench.io import FileFormatError, atomic_dir, load_arrays, save_arrays
+from reconbench.metrics import METRICS, MetricResult
+from reconbench.signing import SigningError, verify_payload
+
+RESULT_FILE = "result.json"
+RECONSTRUCTIONS_FILE = "reconstructions.safetensors"
+SCHEMA_VERSION = 1
+
+Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]{0,79}$")]
+ShortText = Annotated[str, StringConstraints(max_length=2000)]
+ConfigValue = int | float | str | bool | None
+
+# Plausible ranges per metric; a value outside is an error in the file, not a great result.
+VALUE_RANGES = {
+    "mse": (0.0, 1.0),
+    "psnr": (-1.0, 200.0),
+    "ssim": (-1.0, 1.0),
+    "lpips": (0.0, 10.0),
+    "fid": (0.0, 1e5),
+}
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True)
+
+
+class AttackInfo(Strict):
+    name: Slug
+    version: Annotated[str, StringConstraints(max_length=40)]
+    family: Literal["optimization", "training", "analysis"]
+    paper: ShortText
+    code: ShortText = Field(description="module:Class of the attack, or file.py:Class for a user's own")
+    config: dict[Annotated[str, StringConstraints(max_length=80)], ConfigValue] = Field(default_factory=dict)
+
+
+class TargetIdentity(Strict):
+    model_sha256: Sha256
+    target_set_sha256: Sha256 = Field(description="content hash of D_tar (the update set in dynamic scenarios)")
+
+
+class HubReference(Strict):
+    repo: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][\w.-]*/[\w.-]+$", max_length=200)]
+    revision: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40}$")]
+    filename: Annotated[str, StringConstraints(max_length=200)]
+
+
+class ReconstructionsInfo(Strict):
+    file: Literal["reconstructions.safetensors"] = RECONSTRUCTIONS_FILE
+    sha256: Sha256
+    count: Annotated[int, Field(gt=0, le=10_000_000)]
+    shape: tuple[Annotated[int, Field(gt=0, le=4)], Annotated[int, Field(gt=0, le=4096)], Annotated[int, Field(gt=0, le=4096)]]
+    hub: HubReference | None = None
+
+
+class Provenance(Strict):
+    toolkit_version: ShortText
+    git_commit: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40}$")] | None = None
+    git_dirty: bool | None = None
+    python: ShortText
+    torch: ShortText
+    device: ShortText
+    hardware: ShortText
+    seed: int
+    command: ShortText
+    started: datetime
+    finished: datetime
+    wall_seconds: Annotated[float, Field(ge=0)]
+    queries: Annotated[int, Field(ge=0)] | None = Field(default=None, description="black-box queries used (images)")
+
+
+class Payload(Strict):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    entry_id: Slug
+    track: Slug
+    scenario: Annotated[str, StringConstraints(pattern=r"^(static|dynamic)/(white-box|black-box)/(none|similar|same)$")]
+    attack: AttackInfo
+    target: TargetIdentity
+    metrics: dict[str, MetricResult]
+    reconstructions: ReconstructionsInfo
+    provenance: Provenance
+
+    @field_validator("metrics")
+    @classmethod
+    def _known_and_plausible(cls, metrics: dict[str, MetricResult]) -> dict[str, MetricResult]:
+        for name, result in metrics.items():
+            if name not in METRICS:
+                raise ValueError(f"unknown metric '{name}' (known: {', '.join(METRICS)})")
+            low, high = VALUE_RANGES.get(name, (-math.inf, math.inf))
+            if result.value is not None and not low <= result.value <= high:
+                raise ValueError(f"metric '{name}' = {result.value} is outside its range [{low}, {high}]")
+        return metrics
+
+
+class Signature(Strict):
+    alg: Literal["ed25519"]
+    key_id: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{16}$")]
+    public_key: Annotated[str, StringConstraints(max_length=64)]
+    value: Annotated[str, StringConstraints(max_length=128)]
+
+
+class ResultFile(Strict):
+    payload: Payload
+    signature: Signature
+
+
+def result_json_schema() -> dict:
+    schema = ResultFile.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "ReconBench result file"
+    return schema
+
+
+def make_entry_id(track: str, attack: str, started: datetime, recon_sha256: str) -> str:
+    safe_attack = re.sub(r"[^a-z0-9-]+", "-", attack.lower()).strip("-")[:30] or "attack"
+    return f"{track}-{safe_attack}-{started:%Y%m%d%H%M%S}-{recon_sha256[:8]}"
+
+
+def git_state(start: Path) -> tuple[str | None, bool | None]:
+    """The commit and dirty flag of the checkout the toolkit runs from, if it runs from one."""
+    try:
+        top = subprocess.run(["git", "-C", str(start), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+        if top.returncode != 0:
+            return None, None
+        dirty = subprocess.run(["git", "-C", str(start), "status", "--porcelain"], capture_output=True, text=True, timeout=5)
+        return top.stdout.strip(), bool(dirty.stdout.strip())
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+
+
+class ResultError(Exception):
+    """A result folder that fails to parse or verify; the message names the file and the problem."""
+
+
+def first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+    return f"{where}: {err['msg']}" + (f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else "")
+
+
+def parse_result_json(path: Path, max_bytes: int = 1_000_000) -> ResultFile:
+    path = Path(path)
+    try:
+        if path.stat().st_size > max_bytes:
+            raise ResultError(f"{path}: {path.stat().st_size} bytes, over the {max_bytes}-byte limit for a result file")
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ResultError(f"{path}: file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResultError(f"{path}: cannot be read as UTF-8 text ({exc})") from None
+    try:
+        raw = json.loads(text, parse_constant=_reject_constant)
+    except (json.JSONDecodeError, ValueError) as exc:
+        raise ResultError(f"{path}: malformed JSON ({exc})") from None
+    try:
+        return ResultFile.model_validate(raw)
+    except ValidationError as exc:
+        raise ResultError(f"{path}: {first_error(exc)}") from None
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not allowed in a result file")
+
+
+def payload_dict(result: ResultFile) -> dict:
+    """The payload as the signer saw it: JSON types only, the form the canonicaliser hashes."""
+    return result.payload.model_dump(mode="json")
+
+
+def load_reconstructions(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    arrays = load_arrays(path, required={"images": np.uint8, "labels": np.int64})
+    images, labels = arrays["images"], arrays["labels"]
+    if images.ndim != 4 or labels.shape != (images.shape[0],):
+        raise FileFormatError(f"{path}: images must be (N, C, H, W) with N labels, got {images.shape} and {labels.shape}")
+    return images, labels
+
+
+def write_result_dir(out: Path, result: ResultFile, images: np.ndarray, labels: np.ndarray) -> Path:
+    """Write result.json and reconstructions.safetensors; the folder appears whole or not at all."""
+    with atomic_dir(Path(out)) as tmp:
+        save_arrays(tmp / RECONSTRUCTIONS_FILE, {"images": images, "labels": labels})
+        (tmp / RESULT_FILE).write_text(
+            json.dumps(result.model_dump(mode="json"), indent=2, sort_keys=True, allow_nan=False) + "\n", encoding="utf-8"
+        )
+    return Path(out)
+
+
+def verify_result_dir(folder: Path, trusted_keys: list[str] | None = None) -> ResultFile:
+    """Signature valid and reconstruction file's sha256 as signed; raises ResultError otherwise."""
+    from reconbench.hub import sha256_file
+
+    folder = Path(folder)
+    result_path = folder / RESULT_FILE if folder.is_dir() else folder
+    folder = result_path.parent
+    result = parse_result_json(result_path)
+    try:
+        verify_payload(payload_dict(result), result.signature.model_dump(), trusted_keys)
+    except SigningError as exc:
+        raise ResultError(f"{result_path}: {exc}") from None
+    info = result.payload.reconstructions
+    if info.hub is None:
+        recon = folder / info.file
+        if not recon.is_file():
+            raise ResultError(f"{recon}: reconstruction file not found")
+        actual = sha256_file(recon)
+        if actual != info.sha256:
+            raise ResultError(f"{recon}: sha256 is {actual}, the signed result says {info.sha256}")
+    return result
