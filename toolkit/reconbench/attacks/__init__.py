@@ -1,0 +1,46 @@
+"""The attack registry: name -> class, plus bring-your-own `path/to/file.py:ClassName`."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+from reconbench.attacks.base import Attack, AttackError, Progress, Reconstruction, enforce_size
+from reconbench.attacks.deep_inversion import DeepInversion
+from reconbench.attacks.mi_face import MIFace
+
+ATTACKS: dict[str, type[Attack]] = {cls.name: cls for cls in (MIFace, DeepInversion)}
+DEFAULT_ATTACK = "deepinversion"
+
+
+def load_attack(spec: str) -> type[Attack]:
+    """A registered name, or `path/to/file.py:ClassName` for a user's own Attack subclass."""
+    if spec in ATTACKS:
+        return ATTACKS[spec]
+    if ":" not in spec or not spec.split(":", 1)[0].endswith(".py"):
+        raise AttackError(f"unknown attack '{spec}' (known: {', '.join(sorted(ATTACKS))}; or path/to/file.py:ClassName)")
+    file, class_name = spec.rsplit(":", 1)
+    path = Path(file)
+    if not path.is_file():
+        raise AttackError(f"{path}: attack file not found")
+    module_name = f"reconbench_user_attack_{abs(hash(path.resolve()))}"
+    loader_spec = importlib.util.spec_from_file_location(module_name, path)
+    if loader_spec is None or loader_spec.loader is None:
+        raise AttackError(f"{path}: cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(loader_spec)
+    sys.modules[module_name] = module
+    try:
+        loader_spec.loader.exec_module(module)
+    except Exception as exc:  # the user's code: report, don't crash the CLI
+        raise AttackError(f"{path}: importing it failed: {type(exc).__name__}: {exc}") from None
+    cls = getattr(module, class_name, None)
+    if not (isinstance(cls, type) and issubclass(cls, Attack)):
+        raise AttackError(f"{path}: '{class_name}' is not a subclass of reconbench.attacks.base.Attack")
+    for attr in ("name", "paper", "family", "scenarios"):
+        if not hasattr(cls, attr):
+            raise AttackError(f"{path}: {class_name} must set the class attribute '{attr}'")
+    return cls
+
+
+__all__ = ["ATTACKS", "DEFAULT_ATTACK", "Attack", "AttackError", "Progress", "Reconstruction", "enforce_size", "load_attack"]
