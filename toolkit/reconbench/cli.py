@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 from pathlib import Path
 from typing import Optional
 
@@ -42,6 +41,16 @@ def parse_overrides(items: list[str]) -> dict:
     return config
 
 
+def evaluate_command(track: str, attack: str, scenario: str | None, seed: int, device: str, overrides: list[str]) -> str:
+    """The command line that reproduces a run (paths and keys left out: they are the runner's)."""
+    args = ["recon-submit", "evaluate", "--track", track, "--attack", attack, "--seed", str(seed), "--device", device]
+    if scenario:
+        args += ["--scenario", scenario]
+    for item in overrides:
+        args += ["--set", item]
+    return shlex.join(args)
+
+
 @app.command()
 def evaluate(
     track: str = typer.Option("digits", help="track id (see `recon-submit tracks`)"),
@@ -68,7 +77,7 @@ def evaluate(
         output = run(
             track_id=track, attack_spec=attack, scenario=scenario, seed=seed, device=device, out=out,
             key_path=key_path, config=parse_overrides(set_), progress=Progress(None if quiet else rich_task),
-            command="recon-submit " + shlex.join(sys.argv[1:]), weights_dir=weights_dir,
+            command=evaluate_command(track, attack, scenario, seed, device, set_), weights_dir=weights_dir,
         )
     except USER_ERRORS as exc:
         fail(str(exc))
