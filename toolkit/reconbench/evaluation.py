@@ -111,7 +111,7 @@ def evaluate(
     finished = datetime.now(timezone.utc)
 
     # Scoring is the evaluator's side: only here is the target set (or update set) loaded.
-    splits = load_splits(track)
+    splits = load_splits(track, ["update" if chosen.training == "dynamic" else "target"])
     target = splits.update if chosen.training == "dynamic" else splits.target
     images, labels = rec.to_uint8().numpy(), rec.labels.numpy()
     report = score(images, labels, target.images, target.labels, device=device, weights_dir=weights_dir)

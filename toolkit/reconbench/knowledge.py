@@ -109,7 +109,9 @@ def build_knowledge(
     if not track.offers(scenario):
         raise KnowledgeError(f"track '{track.id}' does not offer scenario {scenario} (offers: {', '.join(track.scenarios)})")
     device = torch.device(device)
-    splits = load_splits(track)
+    # Only what the scenario may see is fetched (Hub tracks download per split): never the target set.
+    parts = {"none": [], "same": ["aux_same"], "similar": ["aux_similar"]}[scenario.data]
+    splits = load_splits(track, parts + (["update"] if scenario.training == "dynamic" else []))
     target = load_target_model(track, device=device)
     for p in target.parameters():
         p.requires_grad_(False)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+from collections.abc import Collection
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -22,6 +24,7 @@ from reconbench.data.arrays import TrackSplits
 from reconbench.scenario import Scenario
 
 REGISTRY_ENV = "RECONBENCH_REGISTRY"  # a registry file to use instead of the packaged one
+ZOO_FILE = "zoo.json"  # beside tracks.json: the target-model zoo grid (reconbench.zoo.grid)
 
 
 class TrackError(Exception):
@@ -119,7 +122,16 @@ def _load_registry(path: str, mtime: float) -> Registry:
 
 def load_registry() -> Registry:
     path = registry_path()
-    return _load_registry(str(path), path.stat().st_mtime if path.exists() else 0.0)
+    registry = _load_registry(str(path), path.stat().st_mtime if path.exists() else 0.0)
+    zoo = path.with_name(ZOO_FILE)
+    if os.environ.get(REGISTRY_ENV) or not zoo.exists():  # an override file is the whole registry
+        return registry
+    # The packaged registry = tracks.json + the generated target-model zoo grid (registry/zoo.json).
+    grid = _load_registry(str(zoo), zoo.stat().st_mtime)
+    clash = {t.id for t in registry.tracks} & {t.id for t in grid.tracks}
+    if clash:
+        raise TrackError(f"{zoo}: track id(s) also in {path.name}: {', '.join(sorted(clash))}")
+    return Registry(schema_version=1, tracks=registry.tracks + grid.tracks)
 
 
 def all_tracks() -> list[Track]:
@@ -147,20 +159,25 @@ def _check(what: str, path_or_name: str, actual: str | None, expected: str | Non
         raise TrackError(f"{path_or_name}: {what} sha256 is {actual}, the registry pins {expected}")
 
 
-def load_splits(track: Track) -> TrackSplits:
-    """The evaluator's view of the data: all splits, hash-checked. Never handed to an attack whole."""
+def load_splits(track: Track, parts: Collection[str] | None = None) -> TrackSplits:
+    """The evaluator's view of the data: all splits, hash-checked. Never handed to an attack whole.
+
+    `parts` (of target, update, aux_same, aux_similar, test): a Hub track downloads only these, the
+    others are None (the knowledge view never fetches the target set); embedded tracks return all.
+    """
     track.require_runnable()
     if track.source is not None and track.source.kind == "hub":
         from reconbench.zoo.loading import load_hub_splits  # the Hub zoo (issue: target-model zoo)
 
-        splits = load_hub_splits(track)
+        splits = load_hub_splits(track, parts)
     elif track.dataset == "sklearn-digits":
         from reconbench.data.digits import digits_splits
 
         splits = digits_splits()
     else:
         raise TrackError(f"track '{track.id}': no loader for dataset '{track.dataset}'")
-    _check("target set", track.id, splits.target.sha256, track.target_set_sha256)
+    if splits.target is not None:
+        _check("target set", track.id, splits.target.sha256, track.target_set_sha256)
     if splits.update is not None:
         _check("update set", track.id, splits.update.sha256, track.update_set_sha256)
     return splits

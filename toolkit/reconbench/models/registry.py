@@ -11,11 +11,15 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from reconbench.io import FileFormatError, atomic_path
+from reconbench.models.resnet import ResNet18
 from reconbench.models.small import HomogeneousMLP, SmallCNN
+from reconbench.models.vgg import VGG16
 
 ARCHITECTURES: dict[str, Callable[..., nn.Module]] = {
     "small-cnn": SmallCNN,
     "homogeneous-mlp": HomogeneousMLP,
+    "vgg16": VGG16,  # the SoK's main target (target-model zoo)
+    "resnet18": ResNet18,
 }
 
 

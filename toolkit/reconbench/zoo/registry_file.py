@@ -1,0 +1,60 @@
+"""Reading and atomically rewriting a registry file (registry/zoo.json, or a copy via --registry).
+
+Several people may touch a registry at once: `upsert_track` re-reads the file right before it
+writes, replaces (or appends) only the one entry, validates the result against the registry's
+schema, and renames a complete temporary file over the old one, so a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from reconbench.io import FileFormatError, atomic_path
+
+
+def read_registry_file(path: Path) -> dict:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FileFormatError(f"{path}: registry file not found") from None
+    except (OSError, json.JSONDecodeError) as exc:
+        raise FileFormatError(f"{path}: not a valid registry file ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("tracks"), list):
+        raise FileFormatError(f"{path}: a registry is {{\"schema_version\": 1, \"tracks\": [...]}}")
+    return data
+
+
+def dump_registry(data: dict) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_registry_file(path: Path, data: dict) -> None:
+    from pydantic import ValidationError
+
+    from reconbench.tracks import Registry
+
+    try:
+        Registry.model_validate(data)
+    except ValidationError as exc:
+        raise FileFormatError(f"{path}: refusing to write an invalid registry ({exc.errors()[0]['msg']} at "
+                              f"{'.'.join(map(str, exc.errors()[0]['loc']))})") from None
+    ids = [t["id"] for t in data["tracks"]]
+    if len(ids) != len(set(ids)):
+        raise FileFormatError(f"{path}: refusing to write duplicate track ids")
+    with atomic_path(Path(path)) as tmp:
+        tmp.write_text(dump_registry(data), encoding="utf-8")
+
+
+def upsert_track(path: Path, entry: dict) -> None:
+    """Put `entry` into the registry at `path` (creating the file if needed), touching no other entry."""
+    path = Path(path)
+    data = read_registry_file(path) if path.exists() else {"schema_version": 1, "tracks": []}
+    tracks = data["tracks"]
+    for i, track in enumerate(tracks):
+        if track.get("id") == entry["id"]:
+            tracks[i] = entry
+            break
+    else:
+        tracks.append(entry)
+    write_registry_file(path, data)
