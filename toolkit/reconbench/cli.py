@@ -122,14 +122,18 @@ def verify(result: Path = typer.Argument(..., help="result folder or its result.
 
 
 @app.command()
-def tracks() -> None:
-    """List the tracks of the registry with their status and scenarios."""
+def tracks(
+    status: Optional[str] = typer.Option(None, help="only tracks of this status: embedded, published, unpublished"),
+) -> None:
+    """List the tracks of the registry (the SoK's grid included) with their status and scenarios."""
     from reconbench.tracks import all_tracks
 
     table = Table(title="tracks")
     for col in ("id", "status", "dataset", "architecture", "|D_tar|", "accuracy train/test", "scenarios"):
         table.add_column(col)
     for t in all_tracks():
+        if status and t.status != status:
+            continue
         acc = f"{t.train_accuracy:.3f} / {t.test_accuracy:.3f}" if t.train_accuracy is not None else "-"
         size = f"{t.train_size}" + (f" (update {t.update_size})" if t.update_size else "")
         table.add_row(t.id, t.status, t.dataset, t.architecture + (f" [{t.variant}]" if t.variant else ""), size, acc, "\n".join(t.scenarios))
