@@ -1,7 +1,116 @@
-"""CLI commands of this concern (filled in by its issue)."""
+"""Submission commands: `submit` (result folder -> submissions/ layout), `validate` (the checks CI
+runs on a pull request), `schema` (the JSON Schema of result.json). Logic: reconbench.submissions."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
 
 import typer
 
+from reconbench.console import console, fail
+
+FORMATS = ("text", "markdown", "json")
+
+
+def _read_paths(file: Path) -> list[Path]:
+    """Paths one per line, or NUL-separated (`git diff -z --name-only`): no shell word splitting."""
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        fail(f"{file}: cannot read the list of paths ({exc.strerror})")
+    sep = b"\0" if b"\0" in data else b"\n"
+    return [Path(p.decode("utf-8", "surrogateescape")) for p in data.split(sep) if p.strip()]
+
 
 def register(app: typer.Typer) -> None:
-    pass
+    @app.command()
+    def submit(
+        result_dir: Path = typer.Argument(..., help="a folder written by `recon-submit evaluate`"),
+        team: str = typer.Option(..., help="team slug: the folder under submissions/ ([a-z0-9-])"),
+        root: Path = typer.Option(Path("submissions"), help="the submissions folder of your checkout"),
+        key: Optional[Path] = typer.Option(None, help="the private key that signed the result (default: keygen's)"),
+        name: Optional[str] = typer.Option(None, help="display name, when the team is new"),
+        link: list[str] = typer.Option([], help="https:// link for a new team (repeatable)"),
+        contact: Optional[str] = typer.Option(None, help="contact for a new team"),
+        add_key: bool = typer.Option(False, help="add your key to an existing team's team.toml"),
+        readme: Optional[Path] = typer.Option(None, help="README.md for the entry: method, code link, notes"),
+        hub_repo: Optional[str] = typer.Option(None, help="Hub repo holding the reconstructions (large files)"),
+        hub_revision: Optional[str] = typer.Option(None, help="full commit sha of that Hub repo"),
+        hub_filename: str = typer.Option("reconstructions.safetensors", help="file name in the Hub repo"),
+    ) -> None:
+        """Copy a signed result into submissions/<team>/<entry-id>/ and print the pull-request steps."""
+        from reconbench.cli import USER_ERRORS
+        from reconbench.submissions.submit import HubPin, SubmitError, submit_result
+        from reconbench.submissions.team import TeamError
+
+        if (hub_repo is None) != (hub_revision is None):
+            fail("--hub-repo and --hub-revision go together")
+        pin = HubPin(hub_repo, hub_revision, hub_filename) if hub_repo else None
+        try:
+            out = submit_result(result_dir, team, root=root, key_path=key, team_name=name, links=link,
+                                contact=contact, add_key=add_key, readme=readme, hub=pin)
+        except (SubmitError, TeamError, *USER_ERRORS) as exc:
+            fail(str(exc))
+        entry = out.entry.relative_to(Path.cwd()) if out.entry.is_relative_to(Path.cwd()) else out.entry
+        console.print(f"entry written: [bold]{entry}[/]")
+        if out.team_created:
+            console.print(f"new team file: {out.team_file} (check the display name and links)", soft_wrap=True)
+        if out.key_added:
+            console.print(f"your key was added to {out.team_file}")
+        entry_id = out.result.payload.entry_id
+        console.print(
+            "\nNext steps:\n"
+            f"  1. recon-submit validate {entry}        # the checks CI runs, re-scoring included\n"
+            f"  2. git checkout -b submit/{entry_id}\n"
+            f"  3. git add {entry.parent}\n"
+            f"  4. git commit -m 'Add {entry_id}'\n"
+            f"  5. git push -u origin submit/{entry_id}, and open a pull request against main:\n"
+            "     CI validates the changed entries and shows the report in the run's summary.",
+            highlight=False, markup=False, soft_wrap=True,
+        )
+
+    @app.command()
+    def validate(
+        paths: Optional[list[Path]] = typer.Argument(None, help="changed files or folders (default: every entry)"),
+        root: Path = typer.Option(Path("submissions"), help="the submissions folder"),
+        format: str = typer.Option("text", "--format", help="text, markdown or json"),
+        no_rescore: bool = typer.Option(False, "--no-rescore", help="skip re-scoring (trust stays 'signed')"),
+        device: str = typer.Option("cpu", help="device for re-scoring and the copy check"),
+        weights_dir: Optional[Path] = typer.Option(None, help="folder with Inception/AlexNet weights for FID/LPIPS"),
+        paths_from: Optional[Path] = typer.Option(None, help="file listing paths (one a line, or NUL-separated)"),
+        summary: Optional[Path] = typer.Option(None, help="also append the Markdown report to this file"),
+    ) -> None:
+        """Check submissions: structure, schema, signature, registry, reconstructions, re-score, copies, duplicates."""
+        from reconbench.submissions import validate_board
+        from reconbench.submissions.report import render_json, render_markdown, render_text
+
+        if format not in FORMATS:
+            fail(f"--format must be one of {', '.join(FORMATS)}")
+        selected: list[Path] | None = list(paths) if paths else None
+        if paths_from is not None:
+            selected = (selected or []) + _read_paths(paths_from)
+        report = validate_board(selected, root, rescore=not no_rescore, device=device, weights_dir=weights_dir)
+        if format == "text":
+            render_text(report, console)
+        else:
+            sys.stdout.write(render_markdown(report) if format == "markdown" else render_json(report))
+        if summary is not None:
+            with open(summary, "a", encoding="utf-8") as f:
+                f.write(render_markdown(report))
+        if not report.ok:
+            raise typer.Exit(1)
+
+    @app.command()
+    def schema(team: bool = typer.Option(False, help="the schema of team.toml instead of result.json")) -> None:
+        """Print the JSON Schema of result.json (or of team.toml, as JSON)."""
+        if team:
+            from reconbench.submissions.team import Team
+
+            sys.stdout.write(json.dumps(Team.model_json_schema(), indent=2) + "\n")
+            return
+        from reconbench.results import result_json_schema
+
+        sys.stdout.write(json.dumps(result_json_schema(), indent=2) + "\n")

@@ -1,0 +1,73 @@
+"""What every check shares: the Check record, the per-entry context, and the failure signal."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from reconbench.results import ResultFile
+    from reconbench.scenario import Scenario
+    from reconbench.submissions.board import Board
+    from reconbench.submissions.layout import Unit
+    from reconbench.submissions.team import Team
+    from reconbench.tracks import Track
+
+Status = Literal["pass", "fail", "not-run", "warn"]
+# "reproduced" is never assigned by the validator: it needs someone else to re-run the attack from
+# the recorded code, seed and config and sign a result within tolerance (DESIGN.md, Trust).
+TrustLevel = Literal["failed", "signed", "re-scored", "reproduced"]
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: Status
+    message: str
+    details: tuple[str, ...] = ()  # more lines: every problem found, offending indices, ...
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "status": self.status, "message": self.message, "details": list(self.details)}
+
+
+class CheckFailed(Exception):
+    """Raised inside a check: the entry fails this check with this message (and stops here)."""
+
+    def __init__(self, message: str, details: list[str] | tuple[str, ...] = ()):
+        super().__init__(message)
+        self.message = message
+        self.details = tuple(details)
+
+
+@dataclass
+class Context:
+    """What one entry's checks learn, in order; each check reads what the earlier ones left."""
+
+    unit: Unit
+    root: Path
+    board: Board
+    rescore: bool = True
+    device: str = "cpu"
+    weights_dir: Path | None = None
+    team: Team | None = None
+    result: ResultFile | None = None
+    readme: str | None = None
+    key_id: str | None = None
+    track: Track | None = None
+    scenario: Scenario | None = None
+    recon_path: Path | None = None
+    images: np.ndarray | None = None
+    labels: np.ndarray | None = None
+    rescored: bool = False  # every claimed metric recomputed and within tolerance
+    unverified: list[str] = field(default_factory=list)  # claimed metrics that could not be recomputed here
+
+    @property
+    def entry_dir(self) -> Path:
+        return self.unit.path
+
+    @property
+    def team_dir(self) -> Path:
+        return self.unit.path.parent if self.unit.entry_id else self.unit.path

@@ -1,0 +1,76 @@
+"""Check 7, copies: no reconstruction is a (near-)copy of an image of the track's public data pool.
+
+The pool is every split of the track (target, update, auxiliary, test): for digits, all 1,797
+scikit-learn digits. A perfect score is otherwise free: the target set of a public dataset can be
+submitted as its own "reconstruction". Threshold: per-pixel MSE <= 1e-4 on [0, 1] pixels, i.e. an
+RMS difference of at most 0.01 ~ 2.55/255, about one grey level of uint8 rounding noise per pixel.
+Caveat: an attack that really recovers its targets exactly (some analytic attacks in the dynamic
+setting can) is indistinguishable from a copy here; such an entry needs the "reproduced" level.
+
+The N x M distances are batched tensor algebra, ||x||^2 + ||t||^2 - 2 x.t, in chunks of rows, in
+float64: in float32 the cancellation errs by ~0.2% near the threshold (measured on 8x8 images).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from reconbench.submissions.checks.base import Check, CheckFailed, Context
+from reconbench.hub import HubError
+from reconbench.io import FileFormatError
+from reconbench.tracks import Track, TrackError, load_splits
+
+COPY_MSE = 1e-4
+CHUNK_ELEMENTS = 1 << 23  # rows x pool entries per block: 64 MB of float64 distances at most
+SHOW = 10
+
+_POOLS: dict[tuple[str, str | None], torch.Tensor] = {}
+
+
+def public_pool(track: Track) -> np.ndarray:
+    """Every image of the track's dataset that the toolkit ships or downloads (uint8 N x C x H x W)."""
+    splits = load_splits(track)
+    parts = [splits.target, splits.update, splits.aux_same, splits.test, splits.aux_similar]
+    return np.concatenate([p.images for p in parts if p is not None])
+
+
+def _pool_tensor(track: Track, device: str) -> torch.Tensor:
+    key = (track.id, track.target_set_sha256)
+    if key not in _POOLS:
+        images = public_pool(track)
+        _POOLS[key] = torch.from_numpy(images.reshape(len(images), -1)).double() / 255.0
+    return _POOLS[key].to(device)
+
+
+def nearest_copies(rec: np.ndarray, pool: torch.Tensor, device: str = "cpu") -> tuple[np.ndarray, np.ndarray]:
+    """For each reconstruction: the smallest per-pixel MSE to a pool image, and that image's index."""
+    x = torch.from_numpy(rec.reshape(len(rec), -1)).to(device).double() / 255.0
+    pool = pool.to(device=device, dtype=torch.float64)
+    d = x.shape[1]
+    pool_sq = (pool * pool).sum(1)
+    rows = max(1, CHUNK_ELEMENTS // max(1, pool.shape[0]))
+    best, where = [], []
+    for lo in range(0, x.shape[0], rows):
+        xb = x[lo:lo + rows]
+        dist = ((xb * xb).sum(1, keepdim=True) + pool_sq[None, :] - 2.0 * xb @ pool.T).clamp_min_(0) / d
+        value, index = dist.min(dim=1)
+        best.append(value.cpu())
+        where.append(index.cpu())
+    return torch.cat(best).numpy(), torch.cat(where).numpy()
+
+
+def check(ctx: Context) -> list[Check]:
+    try:
+        pool = _pool_tensor(ctx.track, ctx.device)
+    except (TrackError, HubError, FileFormatError, ImportError) as exc:
+        return [Check("copies", "fail", f"cannot load the public data pool: {exc}")]
+    best, where = nearest_copies(ctx.images, pool, ctx.device)
+    hits = np.flatnonzero(best <= COPY_MSE)
+    if hits.size:
+        lines = [f"reconstruction {int(i)} ~ public image {int(where[i])} (per-pixel MSE {best[i]:.2e})" for i in hits]
+        shown = ", ".join(str(int(i)) for i in hits[:SHOW]) + (", ..." if hits.size > SHOW else "")
+        raise CheckFailed(f"{hits.size} of {len(best)} reconstructions are copies of public {ctx.track.dataset} "
+                          f"images (per-pixel MSE <= {COPY_MSE:g}): indices {shown}", lines)
+    return [Check("copies", "pass", f"no reconstruction within per-pixel MSE {COPY_MSE:g} of the {len(pool)} "
+                                    f"public images (closest: {best.min():.2e})")]

@@ -1,0 +1,88 @@
+"""Check 4, registry: the entry was scored against what the registry pins, in a cell the track offers.
+
+- the track exists and is published; the scenario is one the track offers;
+- target.model_sha256 is the registry's target_model_sha256, target.target_set_sha256 its
+  target_set_sha256 (static) or update_set_sha256 (dynamic: D_tar is the update set, SoK Def. 3.2);
+- reconstructions.count is |D_tar| of that scenario and reconstructions.shape the track's input shape;
+- the attack fits the scenario:
+  * a registered attack name must carry the registered family and code reference, and one of its
+    declared cells must be allowed by the scenario (knowledge.check_attack_fits, as evaluate does);
+  * a user's own attack (a name not in the registry) is taken at its declared cell: the harness
+    built only that scenario's knowledge view when it ran, so the rule is that its code is a
+    `file.py:Class` reference (not a toolkit module: it cannot pose as an official attack) and
+    the scenario is offered by the track. Its family is one of the SoK's three (the schema).
+"""
+
+from __future__ import annotations
+
+import re
+
+from reconbench.attacks import ATTACKS
+from reconbench.knowledge import KnowledgeError, check_attack_fits
+from reconbench.scenario import Scenario
+from reconbench.submissions.checks.base import Check, CheckFailed, Context
+from reconbench.tracks import TrackError, get_track
+
+USER_CODE = re.compile(r"[\w.-]+\.py:[A-Za-z_]\w*")
+
+
+def _attack_problem(ctx: Context, scenario: Scenario) -> str | None:
+    attack = ctx.result.payload.attack
+    cls = ATTACKS.get(attack.name)
+    if cls is None:
+        if not USER_CODE.fullmatch(attack.code):
+            return (f"attack '{attack.name}' is not registered, so its code must be the file.py:Class "
+                    f"reference evaluate records for a user's own attack, not '{attack.code}'")
+        return None
+    if attack.code != cls.code_reference():
+        return (f"attack name '{attack.name}' is registered to {cls.code_reference()}, but this entry ran "
+                f"'{attack.code}': a user's own attack needs a name of its own")
+    if attack.family != cls.family:
+        return f"attack '{attack.name}' is of family '{cls.family}', the entry says '{attack.family}'"
+    try:
+        check_attack_fits(attack.name, cls.scenarios, scenario)
+    except KnowledgeError as exc:
+        return str(exc)
+    return None
+
+
+def check(ctx: Context) -> list[Check]:
+    payload = ctx.result.payload
+    try:
+        track = get_track(payload.track)
+        track.require_runnable()
+    except TrackError as exc:
+        raise CheckFailed(str(exc)) from None
+    scenario = Scenario.parse(payload.scenario)  # the schema's pattern makes this parse
+    if not track.offers(scenario):
+        raise CheckFailed(f"track '{track.id}' does not offer scenario {scenario} (offers: {', '.join(track.scenarios)})")
+    problems = []
+    if payload.target.model_sha256 != track.target_model_sha256:
+        problems.append(f"target.model_sha256 is {payload.target.model_sha256}, the registry pins "
+                        f"{track.target_model_sha256} for track '{track.id}'")
+    dynamic = scenario.training == "dynamic"
+    pinned_set = track.update_set_sha256 if dynamic else track.target_set_sha256
+    what = "update set" if dynamic else "target set"
+    if payload.target.target_set_sha256 != pinned_set:
+        problems.append(f"target.target_set_sha256 is {payload.target.target_set_sha256}, the registry pins "
+                        f"{pinned_set} as the {what} of track '{track.id}'")
+    try:
+        size = track.target_size(scenario)
+    except TrackError as exc:
+        raise CheckFailed(str(exc)) from None
+    info = payload.reconstructions
+    if info.count != size:
+        problems.append(f"reconstructions.count is {info.count}, but |D_tar| = {size} for {scenario} "
+                        "(the SoK's size rule: exactly one reconstruction per target)")
+    if tuple(info.shape) != tuple(track.input_shape):
+        problems.append(f"reconstructions.shape is {list(info.shape)}, the track's images are {list(track.input_shape)}")
+    attack_problem = _attack_problem(ctx, scenario)
+    if attack_problem:
+        problems.append(attack_problem)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise CheckFailed(problems[0] + more, problems)
+    ctx.track, ctx.scenario = track, scenario
+    kind = "registered" if payload.attack.name in ATTACKS else "user's own"
+    return [Check("registry", "pass", f"track '{track.id}', {scenario}: model and {what} hashes as pinned; "
+                                      f"{kind} attack '{payload.attack.name}' fits the scenario")]

@@ -1,0 +1,110 @@
+"""Check 6, re-score: recompute every metric from the submitted reconstructions and compare.
+
+The target set (the update set in dynamic scenarios) is loaded here, on the evaluator's side, and
+`reconbench.metrics.score` runs exactly as `evaluate` ran it. One check per metric:
+  pass     claimed and recomputed agree within the metric's tolerance (or nothing was claimed);
+  fail     they differ (or one side has a value and the other has none);
+  not-run  it cannot be recomputed here (e.g. LPIPS/FID backbone weights are not on this
+           machine): a claimed value stays unverified and the entry's trust stays "signed".
+
+Tolerances: re-scoring on the same device reproduces the numbers bit for bit; the slack only
+absorbs float32 reduction order between devices (a GPU submission re-scored on a CPU runner).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reconbench.metrics import MetricResult, score
+from reconbench.submissions.checks.base import Check, Context
+from reconbench.hub import HubError
+from reconbench.io import FileFormatError
+from reconbench.tracks import TrackError, load_splits
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    abs: float = 0.0
+    rel: float = 0.0
+    why: str = ""
+
+    def ok(self, claimed: float, actual: float) -> bool:
+        return abs(claimed - actual) <= self.abs + self.rel * abs(actual)
+
+    def __str__(self) -> str:
+        return f"{self.rel:g} relative" if self.rel else f"{self.abs:g} absolute"
+
+
+TOLERANCES = {
+    # S-Dis values are means over |D_rec| of per-image distances; float32 reordering moves them by ~1e-8.
+    "mse": Tolerance(abs=1e-6, why="pixels in [0,1]; typical values 1e-2..1e-1"),
+    "psnr": Tolerance(abs=1e-4, why="dB"),
+    "ssim": Tolerance(abs=1e-4, why="in [-1, 1]"),
+    "lpips": Tolerance(abs=1e-4, why="AlexNet features in float32"),
+    # FID takes a matrix square root of 2048x2048 covariances: relative, not absolute, agreement.
+    "fid": Tolerance(rel=1e-3, why="sqrtm of Inception covariances"),
+    # PRDC counts samples inside k-NN balls of Inception features: a borderline sample may flip
+    # between devices; 0.01 is 5 samples in 500.
+    "prdc_precision": Tolerance(abs=0.01, why="share of samples in k-NN balls"),
+    "prdc_recall": Tolerance(abs=0.01, why="share of samples in k-NN balls"),
+    "prdc_density": Tolerance(abs=0.01, why="mean count in k-NN balls / k"),
+    "prdc_coverage": Tolerance(abs=0.01, why="share of samples in k-NN balls"),
+}
+
+
+def coverage_tolerance(n_targets: int) -> float:
+    """Coverage alpha is a count / |D_tar|. Identical inputs give identical counts; a near-tie between
+    two targets may resolve differently on another device, which moves alpha by exactly one target."""
+    return 1.0 / n_targets + 1e-9
+
+
+def _fmt(result: MetricResult | None) -> str:
+    if result is None:
+        return "not claimed"
+    if result.status != "computed":
+        return "not computed"
+    return f"{result.value:.6g}" + (f" (coverage {100 * result.coverage:.2f}%)" if result.coverage is not None else "")
+
+
+def compare(name: str, claimed: MetricResult | None, actual: MetricResult, n_targets: int) -> Check:
+    check_name = f"rescore.{name}"
+    claimed_on = claimed is not None and claimed.status == "computed"
+    if actual.status != "computed":
+        why = actual.note or "not computable here"
+        if claimed_on:
+            return Check(check_name, "not-run", f"claimed {_fmt(claimed)}; not re-scored here ({why}): unverified")
+        return Check(check_name, "not-run", f"not claimed and not computable here ({why})")
+    if not claimed_on:
+        return Check(check_name, "pass", f"not claimed by the entry; re-scored here: {_fmt(actual)}")
+    tol = TOLERANCES.get(name, Tolerance(abs=1e-6))
+    problems = []
+    if not tol.ok(claimed.value, actual.value):
+        problems.append(f"value {claimed.value:.8g} claimed, {actual.value:.8g} recomputed "
+                        f"(|diff| {abs(claimed.value - actual.value):.3g} > tolerance {tol})")
+    if (claimed.coverage is None) != (actual.coverage is None):
+        problems.append(f"coverage {claimed.coverage} claimed, {actual.coverage} recomputed")
+    elif claimed.coverage is not None and abs(claimed.coverage - actual.coverage) > coverage_tolerance(n_targets):
+        problems.append(f"coverage {claimed.coverage:.6f} claimed, {actual.coverage:.6f} recomputed "
+                        f"(tolerance one target: {coverage_tolerance(n_targets):.2g})")
+    if problems:
+        return Check(check_name, "fail", "; ".join(problems))
+    return Check(check_name, "pass", f"{_fmt(actual)} as claimed (tolerance {tol})")
+
+
+def check(ctx: Context) -> list[Check]:
+    if not ctx.rescore:
+        return [Check("rescore", "not-run", "re-scoring switched off (--no-rescore): metrics unverified")]
+    try:
+        splits = load_splits(ctx.track)
+    except (TrackError, HubError, FileFormatError, ImportError) as exc:
+        return [Check("rescore", "fail", f"cannot load the target set to re-score: {exc}")]
+    target = splits.update if ctx.scenario.training == "dynamic" else splits.target
+    report = score(ctx.images, ctx.labels, target.images, target.labels, device=ctx.device, weights_dir=ctx.weights_dir)
+    claimed = ctx.result.payload.metrics
+    checks = [compare(name, claimed.get(name), actual, len(target)) for name, actual in report.metrics.items()]
+    for name in sorted(set(claimed) - set(report.metrics)):
+        checks.append(Check(f"rescore.{name}", "fail", f"claimed {_fmt(claimed[name])}, but this toolkit has no such metric"))
+    ctx.unverified = [n for n, actual in report.metrics.items()
+                      if actual.status != "computed" and n in claimed and claimed[n].status == "computed"]
+    ctx.rescored = all(c.status != "fail" for c in checks) and not ctx.unverified
+    return checks

@@ -1,0 +1,26 @@
+"""Check 3, signature: valid ed25519 over the RFC 8785 payload, by a key listed in the team's team.toml."""
+
+from __future__ import annotations
+
+from reconbench.results import payload_dict
+from reconbench.signing import SigningError, key_id, verify_payload
+from reconbench.submissions.checks.base import Check, CheckFailed, Context
+
+
+def check(ctx: Context) -> list[Check]:
+    result, team = ctx.result, ctx.team
+    signature = result.signature.model_dump()
+    try:
+        ctx.key_id = verify_payload(payload_dict(result), signature, trusted_keys=list(team.keys))
+    except SigningError as exc:
+        message = f"result.json: {exc}"
+        if result.signature.public_key not in team.keys:
+            owners = ctx.board.key_owners(result.signature.public_key)
+            listed = ", ".join(key_id(k) for k in team.keys)
+            message += f" (team.toml of '{team.slug}' lists {listed})"
+            if owners:
+                message += f"; that key belongs to team(s) {', '.join(sorted(owners))}"
+        raise CheckFailed(message) from None
+    except ValueError as exc:  # rfc8785 cannot canonicalise it (e.g. an integer beyond 2^53)
+        raise CheckFailed(f"result.json: the payload has no RFC 8785 canonical form ({exc})") from None
+    return [Check("signature", "pass", f"signed by key {ctx.key_id}, listed in {team.slug}/team.toml")]

@@ -1,0 +1,109 @@
+"""Rendering a validation: rich text for the terminal, Markdown for a pull request's summary
+($GITHUB_STEP_SUMMARY), JSON for tools. Every string that came from a submission is escaped
+for the target format (rich markup, Markdown/HTML), so a file name cannot restyle the report."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from reconbench.submissions.validate import BoardReport, EntryReport
+
+ICON = {"pass": "✅", "fail": "❌", "not-run": "⏭️", "warn": "⚠️"}
+STYLE = {"pass": "green", "fail": "bold red", "not-run": "dim", "warn": "yellow"}
+TRUST_STYLE = {"failed": "bold red", "signed": "yellow", "re-scored": "bold green", "reproduced": "bold cyan"}
+MAX_DETAILS = 20
+
+
+def _label(r: EntryReport) -> str:
+    if r.entry_id:
+        return f"{r.team}/{r.entry_id}"
+    return f"{r.team}/ (team folder)" if r.team else f"{r.path.name} (not in a team folder)"
+
+
+def summary_counts(report: BoardReport) -> dict[str, int]:
+    return dict(Counter(r.trust for r in report.entries))
+
+
+def render_text(report: BoardReport, console: Console) -> None:
+    for r in report.entries:
+        table = Table(title=f"{escape(_label(r))}: [{TRUST_STYLE[r.trust]}]{r.trust}[/]", title_justify="left",
+                      show_header=False, expand=False)
+        table.add_column("check", no_wrap=True)
+        table.add_column("status", no_wrap=True)
+        table.add_column("message")
+        for c in r.checks:
+            message = escape(c.message)
+            if len(c.details) > 1 and c.status == "fail":
+                message += "".join(f"\n  - {escape(d)}" for d in c.details[:MAX_DETAILS])
+                message += f"\n  ... and {len(c.details) - MAX_DETAILS} more" if len(c.details) > MAX_DETAILS else ""
+            table.add_row(c.name, f"[{STYLE[c.status]}]{c.status}[/]", message)
+        console.print(table)
+    _text_footer(report, console)
+
+
+def _text_footer(report: BoardReport, console: Console) -> None:
+    for p in report.outside:
+        console.print(f"[bold red]outside the submissions folder:[/] {escape(p)}")
+    for p in report.removed:
+        console.print(f"[dim]removed (nothing to validate): {escape(p)}[/]")
+    counts = summary_counts(report)
+    entries = sum(1 for r in report.entries if r.entry_id)
+    text = ", ".join(f"{n} {t}" for t, n in sorted(counts.items())) or "nothing to validate"
+    verdict = "[bold green]OK[/]" if report.ok else "[bold red]FAILED[/]"
+    console.print(f"{verdict}: {entries} entr{'y' if entries == 1 else 'ies'} checked ({text})")
+
+
+_MD_ESCAPES = str.maketrans({c: f"&#{ord(c)};" for c in "&<>\"|\\`*_[]#~"} | {"\n": "<br>"})
+
+
+def md(text: str) -> str:
+    """Escape for a Markdown table cell, in one pass: HTML specials, pipes and Markdown's inline markers
+    become numeric character references (rendered as the characters, never as markup)."""
+    return text.translate(_MD_ESCAPES)
+
+
+def render_markdown(report: BoardReport) -> str:
+    lines = ["## ReconBench submission check", ""]
+    verdict = "✅ all entries pass" if report.ok else "❌ some entries fail"
+    lines += [f"**{verdict}**. Trust levels: `failed` / `signed` (schema, signature, registry) / "
+              "`re-scored` (CI recomputed every claimed metric; no copied dataset image).", ""]
+    if report.entries:
+        lines += ["| entry | trust | first problem |", "|---|---|---|"]
+        for r in report.entries:
+            problem = next((c for c in r.checks if c.status == "fail"), None)
+            lines.append(f"| {md(_label(r))} | **{r.trust}** | {md(problem.message) if problem else ''} |")
+        lines.append("")
+    for r in report.entries:
+        lines += [f"<details{' open' if r.failed else ''}><summary>{md(_label(r))}: <b>{r.trust}</b></summary>", "",
+                  "| check | status | message |", "|---|---|---|"]
+        for c in r.checks:
+            message = md(c.message)
+            if len(c.details) > 1 and c.status == "fail":
+                message += "".join(f"<br>• {md(d)}" for d in c.details[:MAX_DETAILS])
+                message += f"<br>… and {len(c.details) - MAX_DETAILS} more" if len(c.details) > MAX_DETAILS else ""
+            lines.append(f"| {md(c.name)} | {ICON[c.status]} {c.status} | {message} |")
+        lines += ["", "</details>", ""]
+    for p in report.outside:
+        lines.append(f"- ❌ outside the submissions folder: {md(p)}")
+    for p in report.removed:
+        lines.append(f"- removed (nothing to validate): {md(p)}")
+    if not report.entries and not report.outside:
+        lines.append("Nothing to validate.")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def render_json(report: BoardReport) -> str:
+    data = {
+        "ok": report.ok,
+        "summary": summary_counts(report),
+        "entries": [r.to_dict() for r in report.entries if r.entry_id],
+        "other": [r.to_dict() for r in report.entries if not r.entry_id],
+        "outside": report.outside,
+        "removed": report.removed,
+    }
+    return json.dumps(data, indent=2, ensure_ascii=True) + "\n"

@@ -1,0 +1,136 @@
+"""`recon-submit submit`: put a signed result folder into the submissions/ layout of a checkout.
+
+Everything is checked before anything is written: the result verifies, the private key given is
+the one that signed it, the team's keys list it (a new team is created with it; an existing team
+gains it only with `add_key=True`, a change its members see in review), and the entry folder is new.
+Then the entry appears whole or not at all (io.atomic_dir), and team.toml is written atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from reconbench.hub import HubError, download_pinned, sha256_file
+from reconbench.io import atomic_dir
+from reconbench.results import RECONSTRUCTIONS_FILE, RESULT_FILE, HubReference, ResultFile, Signature, verify_result_dir
+from reconbench.signing import default_key_path, key_id, load_private_key, public_key_b64, sign_payload
+from reconbench.submissions.layout import DEFAULT_ROOT, README_FILE, SIZE_CAPS, TEAM_FILE, TEAM_SLUG, lexical
+from reconbench.submissions.team import Team, TeamError, load_team, read_capped, team_file, write_team
+
+
+class SubmitError(Exception):
+    """A result that cannot be submitted as asked; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class HubPin:
+    """Where the reconstructions were uploaded: repo, full commit sha, file name in the repo."""
+
+    repo: str
+    revision: str
+    filename: str = RECONSTRUCTIONS_FILE
+
+
+@dataclass(frozen=True)
+class SubmitOutcome:
+    entry: Path
+    team_file: Path
+    team_created: bool
+    key_added: bool
+    result: ResultFile
+
+
+def _with_hub(result: ResultFile, pin: HubPin, key, local: Path) -> ResultFile:
+    """The same payload with a Hub reference for its reconstructions, re-signed by the same key."""
+    info = result.payload.reconstructions
+    try:
+        ref = HubReference(repo=pin.repo, revision=pin.revision, filename=pin.filename)
+    except ValueError as exc:
+        raise SubmitError(f"Hub reference: {exc}") from None
+    try:
+        download_pinned(ref.repo, ref.filename, revision=ref.revision, sha256=info.sha256)
+    except HubError as exc:
+        raise SubmitError(f"the Hub copy must be the signed file ({local.name}, sha256 {info.sha256}): {exc}") from None
+    payload = result.payload.model_copy(update={"reconstructions": info.model_copy(update={"hub": ref})})
+    payload = type(payload).model_validate(payload.model_dump(mode="json"))
+    return ResultFile(payload=payload, signature=Signature(**sign_payload(payload.model_dump(mode="json"), key)))
+
+
+def submit_result(result_dir: Path, team: str, *, root: Path = DEFAULT_ROOT, key_path: Path | None = None,
+                  team_name: str | None = None, links: list[str] | None = None, contact: str | None = None,
+                  add_key: bool = False, readme: Path | None = None, hub: HubPin | None = None) -> SubmitOutcome:
+    if not TEAM_SLUG.fullmatch(team):
+        raise SubmitError(f"team '{team}': use lower-case ASCII letters, digits and inner hyphens (1-40 characters)")
+    result_dir = Path(result_dir)
+    result = verify_result_dir(result_dir)  # ResultError: names the file and the problem
+    key = load_private_key(key_path or default_key_path())
+    public = public_key_b64(key.public_key())
+    if public != result.signature.public_key:
+        raise SubmitError(f"{result_dir / RESULT_FILE} was signed by key {result.signature.key_id}, but "
+                          f"{key_path or default_key_path()} is key {key_id(public)}: submit with the key that signed it")
+    local_recon = result_dir / RECONSTRUCTIONS_FILE
+    if hub is not None:
+        result = _with_hub(result, hub, key, local_recon)
+    elif result.payload.reconstructions.hub is None:
+        size = local_recon.stat().st_size
+        cap = SIZE_CAPS[RECONSTRUCTIONS_FILE]
+        if size > cap:
+            raise SubmitError(f"{local_recon}: {size:,} bytes, over the {cap:,}-byte cap for files kept in git; "
+                              "upload it to the Hub and pass its repo and commit (--hub-repo, --hub-revision)")
+    readme_path = readme if readme is not None else (result_dir / README_FILE if (result_dir / README_FILE).is_file() else None)
+    readme_bytes = None
+    if readme_path is not None:
+        try:
+            readme_bytes = read_capped(Path(readme_path), SIZE_CAPS[README_FILE])
+            readme_bytes.decode("utf-8")
+        except (TeamError, UnicodeDecodeError) as exc:
+            raise SubmitError(f"{readme_path}: cannot be used as README.md ({exc})") from None
+
+    root = lexical(root)
+    team_dir = root / team
+    team_created = key_added = False
+    if team_file(team_dir).exists():
+        try:
+            existing = load_team(team_dir)
+        except TeamError as exc:
+            raise SubmitError(str(exc)) from None
+        new_team = existing
+        if public not in existing.keys:
+            if not add_key:
+                raise SubmitError(f"{team_file(team_dir)} does not list key {key_id(public)}; if you are a member "
+                                  f"of team '{team}', pass --add-key (the other members will see it in review)")
+            new_team = existing.model_copy(update={"keys": [*existing.keys, public]})
+            new_team = Team.model_validate(new_team.model_dump())  # enforces the key-count limit
+            key_added = True
+    else:
+        try:
+            new_team = Team(slug=team, name=team_name or team, links=links or [], contact=contact, keys=[public])
+        except ValueError as exc:
+            raise SubmitError(f"team.toml for a new team '{team}': {exc}") from None
+        team_created = True
+
+    entry = team_dir / result.payload.entry_id
+    if os.path.lexists(entry):
+        raise SubmitError(f"{entry}: already exists (this result was submitted before)")
+    with atomic_dir(entry) as tmp:
+        (tmp / RESULT_FILE).write_text(
+            json.dumps(result.model_dump(mode="json"), indent=2, sort_keys=True, allow_nan=False) + "\n", encoding="utf-8")
+        if result.payload.reconstructions.hub is None:
+            shutil.copyfile(local_recon, tmp / RECONSTRUCTIONS_FILE)
+            if sha256_file(tmp / RECONSTRUCTIONS_FILE) != result.payload.reconstructions.sha256:
+                raise SubmitError(f"{local_recon}: changed while it was being copied")
+        if readme_bytes is not None:
+            (tmp / README_FILE).write_bytes(readme_bytes)
+        os.chmod(tmp, 0o755)  # public files in a public folder (mkdtemp creates 0700)
+    if team_created or key_added:
+        try:
+            write_team(team_dir, new_team)
+        except BaseException:
+            shutil.rmtree(entry, ignore_errors=True)
+            raise
+    return SubmitOutcome(entry=entry, team_file=team_dir / TEAM_FILE, team_created=team_created,
+                         key_added=key_added, result=result)

@@ -1,0 +1,133 @@
+"""The validator: every check, in order, for each entry; the entry stops at its first failure.
+
+    1 structure  2 schema  3 signature  4 registry  5 reconstructions  6 rescore  7 copies  8 duplicates
+
+Trust (DESIGN.md): "failed" if any check fails; "re-scored" if all pass, every claimed metric was
+recomputed within tolerance and no reconstruction is a copy of a public image; otherwise "signed"
+(re-scoring switched off, or a claimed metric not computable on this machine). "reproduced" needs
+an independent re-run and is never assigned here.
+
+Errors of any kind in the input become failed checks with a message that names the file; one
+entry's problems never stop the others from being checked.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reconbench.results import ResultFile
+from reconbench.submissions.board import Board
+from reconbench.submissions.checks import copies, duplicates, reconstructions, registry, rescore, schema, signature, structure
+from reconbench.submissions.checks.base import Check, CheckFailed, Context, TrustLevel
+from reconbench.submissions.layout import DEFAULT_ROOT, Selection, Unit, all_units, lexical, select, show
+from reconbench.submissions.team import Team
+
+STAGES: list[tuple[str, Callable[[Context], list[Check]]]] = [
+    ("structure", structure.check),
+    ("schema", schema.check),
+    ("signature", signature.check),
+    ("registry", registry.check),
+    ("reconstructions", reconstructions.check),
+    ("rescore", rescore.check),
+    ("copies", copies.check),
+    ("duplicates", duplicates.check),
+]
+TEAM_STAGES = STAGES[:2]  # a team folder without entries: its layout and its team.toml
+
+
+@dataclass
+class EntryReport:
+    team: str
+    entry_id: str  # "" for a team folder without entries, or a stray file at the root
+    path: Path
+    trust: TrustLevel
+    checks: list[Check]
+    result: ResultFile | None = None
+    team_info: Team | None = None
+    readme: str | None = None
+    unverified: list[str] = field(default_factory=list)  # claimed metrics not recomputable here
+
+    @property
+    def failed(self) -> bool:
+        return self.trust == "failed"
+
+    @property
+    def is_entry(self) -> bool:
+        return bool(self.entry_id)
+
+    def to_dict(self) -> dict:
+        return {
+            "team": self.team, "entry_id": self.entry_id, "path": str(self.path), "trust": self.trust,
+            "team_name": self.team_info.name if self.team_info else None,
+            "unverified": list(self.unverified), "checks": [c.to_dict() for c in self.checks],
+        }
+
+
+@dataclass
+class BoardReport:
+    entries: list[EntryReport]  # entries first, then team folders / stray files that failed
+    outside: list[str] = field(default_factory=list)  # given paths that are not under the root
+    removed: list[str] = field(default_factory=list)  # given paths whose entry is gone (deleted)
+
+    @property
+    def ok(self) -> bool:
+        return not self.outside and not any(e.failed for e in self.entries)
+
+
+def _trust(ctx: Context, checks: list[Check]) -> TrustLevel:
+    if any(c.status == "fail" for c in checks):
+        return "failed"
+    if not ctx.unit.entry_id:
+        return "signed"  # a team folder that checks out (it has no entry to re-score)
+    copies_ok = any(c.name == "copies" and c.status == "pass" for c in checks)
+    return "re-scored" if ctx.rescored and copies_ok else "signed"
+
+
+def run_checks(unit: Unit, root: Path, board: Board, *, rescore: bool = True, device: str = "cpu",
+               weights_dir: Path | None = None) -> EntryReport:
+    ctx = Context(unit=unit, root=lexical(root), board=board, rescore=rescore, device=device, weights_dir=weights_dir)
+    checks: list[Check] = []
+    stopped = False
+    stages = STAGES if unit.entry_id else TEAM_STAGES if unit.team else STAGES[:1]
+    for name, stage in stages:
+        if stopped:
+            checks.append(Check(name, "not-run", "skipped: an earlier check failed"))
+            continue
+        try:
+            produced = stage(ctx)
+        except CheckFailed as exc:
+            produced = [Check(name, "fail", exc.message, exc.details)]
+        except Exception as exc:  # noqa: BLE001 - a bug must not cost the other entries their report
+            produced = [Check(name, "fail", f"internal error in the {name} check ({type(exc).__name__}: "
+                                            f"{show(str(exc))[:300]}); please report this")]
+        checks += produced
+        stopped = any(c.status == "fail" for c in produced)
+    # Messages name files as submissions/<team>/<entry>/<file>, not by this machine's absolute path.
+    prefix = str(ctx.root.parent).rstrip(os.sep) + os.sep
+    checks = [Check(c.name, c.status, c.message.replace(prefix, ""), tuple(d.replace(prefix, "") for d in c.details))
+              for c in checks]
+    return EntryReport(team=unit.team, entry_id=unit.entry_id, path=unit.path, trust=_trust(ctx, checks),
+                       checks=checks, result=ctx.result, team_info=ctx.team, readme=ctx.readme,
+                       unverified=list(ctx.unverified))
+
+
+def validate_board(paths: list[Path] | None = None, root: Path = DEFAULT_ROOT, *, rescore: bool = True,
+                   device: str = "cpu", weights_dir: Path | None = None) -> BoardReport:
+    """Validate every unit under `root`, or only those the given paths touch (a pull request's diff)."""
+    selection: Selection = all_units(root) if paths is None else select(list(paths), root)
+    board = Board(root)
+    reports = [run_checks(u, root, board, rescore=rescore, device=device, weights_dir=weights_dir)
+               for u in selection.units]
+    reports.sort(key=lambda r: (not r.is_entry, r.team, r.entry_id, str(r.path)))
+    return BoardReport(entries=reports, outside=selection.outside, removed=selection.removed)
+
+
+def validate_entries(paths: list[Path] | None = None, root: Path = DEFAULT_ROOT, *, rescore: bool = True,
+                     device: str = "cpu", weights_dir: Path | None = None) -> list[EntryReport]:
+    """One report per entry folder (team folders without entries and stray files are left out:
+    see validate_board for those). With `paths`, only the entries those paths touch."""
+    board = validate_board(paths, root, rescore=rescore, device=device, weights_dir=weights_dir)
+    return [r for r in board.entries if r.is_entry]
