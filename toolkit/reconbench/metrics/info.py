@@ -1,0 +1,107 @@
+"""The metric registry: what each number means (formula, range, direction, level, reference).
+
+Shown by `recon-submit metrics` and on the site; keys are the keys of `ScoreReport.metrics`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+SOK = "Wen, Liu, Backes, Zhang, SoK: Data Reconstruction Attacks Against ML Models, USENIX Security 2025"
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    name: str
+    formula: str
+    range: str
+    direction: Literal["↓", "↑"]
+    level: Literal["sample", "dataset"]
+    reference: str
+
+
+_S_DIS = "S-Dis = mean_i best_{t in D_tar, y_t = y_i} d(x_i, t); alpha = |distinct matched t| / |D_tar|"
+
+METRICS: dict[str, MetricInfo] = {
+    m.name: m
+    for m in [
+        MetricInfo(
+            "mse",
+            f"d = mean_p (x_p - t_p)^2, pixels in [0,1]; {_S_DIS}",
+            "[0, 1]",
+            "↓",
+            "sample",
+            f"{SOK}, Def. 4.2",
+        ),
+        MetricInfo(
+            "psnr",
+            f"d = 10 log10(1 / max(MSE, 1e-10)) dB (capped at 100 dB), per image then averaged; {_S_DIS}",
+            "[0, 100] dB",
+            "↑",
+            "sample",
+            f"{SOK}, Def. 4.2",
+        ),
+        MetricInfo(
+            "ssim",
+            "d = mean over valid window centres and channels of "
+            "(2 mu_x mu_t + C1)(2 s_xt + C2) / ((mu_x^2 + mu_t^2 + C1)(s_x^2 + s_t^2 + C2)), "
+            f"Gaussian sigma=1.5, 11 taps, C1=0.01^2, C2=0.03^2; {_S_DIS}",
+            "[-1, 1]",
+            "↑",
+            "sample",
+            f"{SOK}, Def. 4.2; Wang et al., IEEE TIP 2004",
+        ),
+        MetricInfo(
+            "lpips",
+            "d = sum_l mean_hw sum_c w_lc (f^_l(x) - f^_l(t))_c^2 (AlexNet, LPIPS v0.1 linear layers); "
+            f"{_S_DIS}",
+            "[0, inf)",
+            "↓",
+            "sample",
+            "Zhang et al., CVPR 2018 (ReconBench addition, not in the SoK)",
+        ),
+        MetricInfo(
+            "fid",
+            "||mu_r - mu_t||^2 + tr(S_r + S_t - 2 (S_r S_t)^(1/2)) on InceptionV3 pool3 (2048-d)",
+            "[0, inf)",
+            "↓",
+            "dataset",
+            f"{SOK}, Def. 4.1; Heusel et al., NeurIPS 2017; pytorch-fid",
+        ),
+        MetricInfo(
+            "prdc_precision",
+            "mean_j 1[exists i: ||F_j - R_i|| < r_k(R_i)], k=5 (r_k: distance to the k-th NN in R)",
+            "[0, 1]",
+            "↑",
+            "dataset",
+            "Naeem et al., ICML 2020 (not the SoK coverage)",
+        ),
+        MetricInfo(
+            "prdc_recall",
+            "mean_i 1[exists j: ||R_i - F_j|| < r_k(F_j)], k=5",
+            "[0, 1]",
+            "↑",
+            "dataset",
+            "Naeem et al., ICML 2020",
+        ),
+        MetricInfo(
+            "prdc_density",
+            "(1/k) mean_j sum_i 1[||F_j - R_i|| < r_k(R_i)], k=5",
+            "[0, |R|/k] (about 1 when F ~ R)",
+            "↑",
+            "dataset",
+            "Naeem et al., ICML 2020",
+        ),
+        MetricInfo(
+            "prdc_coverage",
+            "mean_i 1[min_j ||R_i - F_j|| < r_k(R_i)], k=5",
+            "[0, 1]",
+            "↑",
+            "dataset",
+            "Naeem et al., ICML 2020 (not the SoK coverage alpha)",
+        ),
+    ]
+}
+
+SAMPLE_LEVEL = tuple(name for name, m in METRICS.items() if m.level == "sample")

@@ -1,0 +1,129 @@
+"""`score()`: every metric of the suite for one set of reconstructions against its target set.
+
+Sample level (SoK Def. 4.2), for d in MSE, PSNR, SSIM, LPIPS: each reconstruction is mapped to
+its nearest target of the same class (many-to-one), S-Dis is the mean of the best values and
+coverage alpha = |distinct matched targets| / |D_tar|.
+
+Rule for a reconstruction whose label has no target of that class: it is matched to nothing
+(match -1), adds nothing to coverage, and counts in S-Dis with the worst value of the metric's
+range (MSE 1, PSNR 0 dB, SSIM -1, LPIPS its upper bound 2 * sum_l max_c w_lc); the result's note
+says how many there were. Labels outside the target classes therefore cost, never help.
+
+Dataset level: FID (SoK Def. 4.1) and Naeem et al.'s PRDC on InceptionV3 pool3 features.
+
+Weights: LPIPS and FID need pretrained backbones that are not shipped; without their files the
+metrics come back as status "not_computed" with a note (never numbers from random weights).
+Tests inject stand-in extractors through `lpips_extractor=` / `inception_extractor=`.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .fid import NOTE_UNAVAILABLE as FID_UNAVAILABLE
+from .fid import fid_result, inception_features
+from .images import check_pair
+from .inception import InceptionExtractor
+from .lpips_metric import NOTE_UNAVAILABLE as LPIPS_UNAVAILABLE
+from .lpips_metric import LINEAR_SHA256, MIN_SIDE, RESIZE_TO, LPIPSExtractor, LPIPSKernel
+from .pairwise import Budget, Nearest, nearest_same_class
+from .pixel import MSEKernel, psnr_from_mse
+from .prdc import NAMES as PRDC_NAMES
+from .prdc import prdc_results
+from .report import MetricResult, ScoreReport
+from .ssim import RADIUS, SIGMA, SSIMKernel
+
+
+def sample_level(best: np.ndarray, match: np.ndarray, n_targets: int, worst: float, note: str | None = None) -> MetricResult:
+    """S-Dis = mean of the per-reconstruction best values; alpha = distinct matched targets / |D_tar|."""
+    hit = match[match >= 0]
+    coverage = len(np.unique(hit)) / n_targets
+    missing = int((match < 0).sum())
+    if missing:
+        extra = f"{missing} of {len(match)} reconstructions have no target of their class: scored {worst:g}, no coverage"
+        note = f"{note}; {extra}" if note else extra
+    return MetricResult(status="computed", value=float(np.mean(best)), coverage=coverage, note=note)
+
+
+def score(
+    rec_images,
+    rec_labels,
+    tar_images,
+    tar_labels,
+    *,
+    device: str = "cpu",
+    lpips: bool = True,
+    fid: bool = True,
+    weights_dir: str | os.PathLike | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    budget: Budget | None = None,
+    lpips_extractor: LPIPSExtractor | None = None,
+    inception_extractor: InceptionExtractor | None = None,
+) -> ScoreReport:
+    """Score reconstructions against targets. Images: uint8 (N, C, H, W), C in {1, 3}; labels int64 (N,).
+
+    cache_dir: where target Inception features are cached (default $RECONBENCH_CACHE/features or
+    ~/.cache/reconbench/features). budget: memory budget of the pairwise engine (see pairwise.py).
+    """
+    rec, rec_y, tar, tar_y = check_pair(rec_images, rec_labels, tar_images, tar_labels)
+    shape = tuple(rec.shape[1:])
+    m = tar.shape[0]
+    metrics: dict[str, MetricResult] = {}
+    matches: dict[str, np.ndarray] = {}
+
+    def nearest(kernel) -> Nearest:
+        return nearest_same_class(kernel, rec, rec_y, tar, tar_y, device=device, budget=budget)
+
+    provenance: dict[str, str] = {}
+    mse = nearest(MSEKernel(shape))
+    metrics["mse"] = sample_level(mse.best, mse.match, m, MSEKernel.worst)
+    # PSNR is monotone in MSE: same map, same coverage; averaged per image (capped at 100 dB)
+    metrics["psnr"] = sample_level(psnr_from_mse(mse.best), mse.match, m, float(psnr_from_mse(MSEKernel.worst)))
+    matches["mse"] = matches["psnr"] = mse.match
+
+    ssim_kernel = SSIMKernel(shape, device=device)
+    ssim = nearest(ssim_kernel)
+    metrics["ssim"] = sample_level(ssim.best, ssim.match, m, SSIMKernel.worst)
+    matches["ssim"] = ssim.match
+    provenance["ssim_window"] = f"gaussian sigma={SIGMA}, {2 * RADIUS + 1} taps, valid window {ssim_kernel.win}"
+
+    if not lpips:
+        metrics["lpips"] = MetricResult.not_computed("LPIPS: not computed (disabled)")
+    else:
+        extractor = lpips_extractor or LPIPSExtractor.from_weights(weights_dir, device)
+        if extractor is None:
+            metrics["lpips"] = MetricResult.not_computed(LPIPS_UNAVAILABLE)
+        else:
+            kernel = LPIPSKernel(extractor, shape)
+            res = nearest(kernel)
+            metrics["lpips"] = sample_level(res.best, res.match, m, kernel.worst, _caller_note(extractor))
+            matches["lpips"] = res.match
+            provenance["lpips_backbone_sha256"] = extractor.weights_sha256 or "caller-supplied"
+            provenance["lpips_linear_sha256"] = LINEAR_SHA256
+            if min(shape[1:]) < MIN_SIDE:
+                provenance["lpips_input"] = f"resized to {RESIZE_TO[0]}x{RESIZE_TO[1]} (bilinear)"
+
+    if not fid:
+        metrics["fid"] = MetricResult.not_computed("FID: not computed (disabled)")
+        metrics.update({n: MetricResult.not_computed("PRDC: not computed (disabled)") for n in PRDC_NAMES})
+    else:
+        extractor = inception_extractor or InceptionExtractor.from_weights(weights_dir, device)
+        if extractor is None:
+            metrics["fid"] = MetricResult.not_computed(FID_UNAVAILABLE)
+            metrics.update({n: MetricResult.not_computed("PRDC: not computed (Inception weights unavailable)") for n in PRDC_NAMES})
+        else:
+            rec_f, tar_f, _ = inception_features(extractor, rec, tar, cache_dir)
+            result = fid_result(rec_f, tar_f)
+            if result.status == "computed" and _caller_note(extractor):
+                result = result.model_copy(update={"note": _caller_note(extractor)})
+            metrics["fid"] = result
+            metrics.update(prdc_results(tar_f, rec_f, device=device))
+            provenance["fid_inception_sha256"] = extractor.weights_sha256 or "caller-supplied"
+            provenance["fid_features"] = f"pytorch-fid InceptionV3, {extractor.dims}-d"
+    return ScoreReport(metrics=metrics, matches=matches, provenance=provenance)
+
+
+def _caller_note(extractor) -> str | None:
+    return None if extractor.weights_sha256 else "backbone weights supplied by the caller (not a pinned file)"
