@@ -1,0 +1,153 @@
+"""`mkdocs build --strict` builds the whole site from submissions/ (and from an empty one), with
+galleries, downloads and failed entries shown as failed. Browser behaviour: test_site_browser.py;
+escaping: test_site_escaping.py.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from site_entries import build_site, evaluate_entry, make_key, submit_entry
+
+
+def read(out, path):
+    return (out / path).read_text(encoding="utf-8")
+
+
+def test_empty_submissions_build(tmp_path):
+    from reconbench.attacks import ATTACKS
+
+    empty = tmp_path / "submissions"
+    empty.mkdir()
+    proc = build_site(empty, tmp_path / "public")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    out = tmp_path / "public"
+    assert "No ranked entries yet" in read(out, "index.html")
+    assert "No entries yet." in read(out, "leaderboards/digits/index.html")
+    assert "No entries to chart yet." in read(out, "charts/index.html")
+    for name in ATTACKS:  # one page per registered attack, entries or not
+        assert (out / "attacks" / name / "index.html").is_file()
+        assert json.loads(read(out, f"downloads/badges/{name}.json"))["message"] == "no entries"
+    assert json.loads(read(out, "downloads/leaderboard.json"))["entries"] == []
+    # the bundled plotly.js and the schema are there even without entries
+    assert (out / "assets/javascripts/plotly.min.js").stat().st_size > 1_000_000
+    from reconbench.results import result_json_schema
+
+    assert json.loads(read(out, "downloads/result.schema.json")) == result_json_schema()
+
+
+def test_missing_submissions_folder_is_empty_not_an_error(tmp_path):
+    from reconbench.leaderboard.build import load_reports
+
+    assert load_reports(tmp_path / "does-not-exist", rescore=True, device="cpu") == []
+
+
+@pytest.fixture(scope="module")
+def board(tmp_path_factory):
+    """One honest entry and one whose claimed SSIM was edited after signing."""
+    work = tmp_path_factory.mktemp("board")
+    subs = work / "submissions"
+    key = make_key(work)
+    run = evaluate_entry(work, key, seed=0, iterations=20)
+    good = submit_entry(run, subs, "honest", key, name="Honest Lab")
+    bad_key = make_key(work, "mallory")
+    bad_run = evaluate_entry(work, bad_key, seed=3, iterations=20)
+    bad = submit_entry(bad_run, subs, "mallory", bad_key, name="Mallory")
+    doc = json.loads((bad / "result.json").read_text())
+    doc["payload"]["metrics"]["ssim"]["value"] = 0.99  # a better number, same signature
+    (bad / "result.json").write_text(json.dumps(doc))
+    out = work / "public"
+    proc = build_site(subs, out, rescore=True)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return out, good, bad, run
+
+
+def test_entries_ranked_and_failed(board):
+    out, good, bad, _ = board
+    page = read(out, f"entries/honest/{good.name}/index.html")
+    assert "rb-trust-re-scored" in page and "rescore.ssim" in page
+    bad_page = read(out, f"entries/mallory/{bad.name}/index.html")
+    assert "rb-trust-failed" in bad_page and "signature does not match the payload" in bad_page
+    digits = read(out, "leaderboards/digits/index.html")
+    assert good.name in digits and bad.name not in digits  # a failed entry is never ranked
+    combined = read(out, "leaderboards/index.html")
+    assert "Entries that failed validation" in combined and bad.name in combined
+    entries = {e["entry_id"]: e for e in json.loads(read(out, "downloads/leaderboard.json"))["entries"]}
+    assert entries[good.name]["trust"] == "re-scored" and entries[bad.name]["trust"] == "failed"
+    assert entries[bad.name]["ssim"] is None  # no claimed number of a failed entry is published as a result
+
+
+def test_gallery_shows_reconstructions_above_their_matched_targets(board):
+    """The PNG's tiles are the first distinct reconstructions and, below each, the target that
+    metrics.score() matches to it under SSIM (an independent path to the same matches)."""
+    from reconbench.data.digits import digits_splits
+    from reconbench.leaderboard.gallery import BLOCK_GAP, GAP, PER_ROW, TILE, distinct_first
+    from reconbench.metrics import score
+    from reconbench.results import load_reconstructions
+
+    out, good, _, _ = board
+    png = Image.open(io.BytesIO((out / "entries" / "honest" / f"{good.name}.png").read_bytes()))
+    grid = np.asarray(png)
+    images, labels = load_reconstructions(good / "reconstructions.safetensors")
+    target = digits_splits().target
+    matches = score(images, labels, target.images, target.labels, lpips=False, fid=False).matches["ssim"]
+    shown, distinct = distinct_first(images, labels, 16)
+    assert len(shown) == min(16, distinct) and distinct >= 2
+    scale = TILE // 8
+    blocks = -(-len(shown) // PER_ROW)
+    assert grid.shape == (blocks * (2 * TILE + GAP) + (blocks - 1) * BLOCK_GAP, PER_ROW * TILE + (PER_ROW - 1) * GAP)
+    for k, i in enumerate(shown):
+        b, col = divmod(k, PER_ROW)
+        x, y = col * (TILE + GAP), b * (2 * TILE + GAP + BLOCK_GAP)
+        rec_tile = grid[y:y + TILE, x:x + TILE][::scale, ::scale]
+        tar_tile = grid[y + TILE + GAP:y + 2 * TILE + GAP, x:x + TILE][::scale, ::scale]
+        assert np.array_equal(rec_tile, images[i, 0])
+        assert np.array_equal(tar_tile, target.images[matches[i], 0])
+    page = read(out, f"entries/honest/{good.name}/index.html")
+    assert f'src="../{good.name}.png"' in page
+
+
+def test_downloads(board):
+    out, good, bad, _ = board
+    csv_lines = read(out, "downloads/leaderboard.csv").splitlines()
+    assert csv_lines[0].startswith("team,team_name,entry_id,trust,track")
+    assert len(csv_lines) == 3
+    badge = json.loads(read(out, "downloads/badges/mi-face.json"))
+    assert badge["schemaVersion"] == 1 and badge["label"] == "ReconBench mi-face"
+    assert badge["message"].startswith("digits: SSIM ") and badge["message"].endswith("re-scored")
+    assert badge["color"] == "green"
+
+
+def test_charts_carry_the_data(board):
+    out, good, _, _ = board
+    page = read(out, "leaderboards/digits/index.html")
+    figures = []
+    for chunk in page.split('data-figure="')[1:]:
+        figures.append(json.loads(html.unescape(chunk[:chunk.index('"')])))
+    memo, quality = figures
+    assert memo["data"][0]["x"] == [500]  # |D_train| of the digits track, from the registry
+    assert "training-set size" in memo["layout"]["xaxis"]["title"]["text"]
+    assert "↑ higher is better" in memo["layout"]["yaxis"]["title"]["text"]
+    # FID is not computed here: the chart says it shows SSIM instead
+    assert "SSIM is shown instead" in quality["layout"]["title"]["text"]
+    entry = json.loads(read(out, "downloads/leaderboard.json"))["entries"]
+    ssim = [e for e in entry if e["entry_id"] == good.name][0]
+    assert quality["data"][0]["y"] == [pytest.approx(ssim["ssim"])]
+    assert quality["data"][0]["x"] == [pytest.approx(100 * ssim["ssim_coverage"])]
+
+
+def test_rescore_setting_is_checked(monkeypatch, tmp_path):
+    from reconbench.leaderboard.build import settings_from_env
+
+    monkeypatch.setenv("RECONBENCH_SITE_RESCORE", "0")
+    monkeypatch.setenv("RECONBENCH_SUBMISSIONS", str(tmp_path))
+    assert settings_from_env(tmp_path / "default") == (tmp_path, False, "cpu")
+    monkeypatch.setenv("RECONBENCH_SITE_RESCORE", "maybe")
+    with pytest.raises(ValueError, match="RECONBENCH_SITE_RESCORE"):
+        settings_from_env(tmp_path)

@@ -1,0 +1,250 @@
+"""Everything the site generates, as one in-memory `SiteBundle` (the hook hands it to MkDocs).
+
+Generated docs paths (none of them exist in git):
+    leaderboards/index.md, leaderboards/<track>.md      the boards (combined, per track)
+    charts.md                                          the Plotly views of every track
+    attacks/index.md, attacks/<attack>.md              the attacks and their entries
+    entries/<team>/<entry>.md, entries/<team>/<entry>.png   entry pages and their galleries
+    downloads.md, downloads/*                          JSON, CSV, schema, shields.io badges
+and the named fragments the hand-written pages embed with `<!-- rb:NAME -->`:
+    home-best, home-updated (site/index.md), taxonomy-table, metric-table (site/methodology.md),
+    result-schema (site/submit.md).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+from markupsafe import Markup
+
+from reconbench.leaderboard import charts, downloads
+from reconbench.leaderboard.frame import (
+    BOARD_METRICS,
+    attack_page,
+    best_per_dataset,
+    entries_frame,
+    last_update,
+    rank_metric,
+    ranked,
+    sort_board,
+)
+from reconbench.leaderboard.gallery import TargetSets, entry_gallery
+from reconbench.leaderboard.pages import Pages
+
+log = logging.getLogger(__name__)
+
+SUBMISSIONS_ENV = "RECONBENCH_SUBMISSIONS"
+RESCORE_ENV = "RECONBENCH_SITE_RESCORE"
+DEVICE_ENV = "RECONBENCH_SITE_DEVICE"
+
+
+@dataclass
+class SiteBundle:
+    files: dict[str, str | bytes]  # docs path -> content (Markdown pages, PNGs, downloads)
+    fragments: dict[str, str]  # placeholder key -> HTML (inserted after Markdown; see pages.py)
+    nav: dict[str, list[tuple]]  # section -> [(title, docs path) or (title, [(title, path), ...])]
+    frame: pd.DataFrame
+    timings: dict[str, float] = field(default_factory=dict)
+    rescored: bool = True
+
+
+def settings_from_env(default_root: Path) -> tuple[Path, bool, str]:
+    """(submissions folder, re-score?, device) from RECONBENCH_SUBMISSIONS / _SITE_RESCORE / _SITE_DEVICE."""
+    root = Path(os.environ.get(SUBMISSIONS_ENV) or default_root)
+    flag = os.environ.get(RESCORE_ENV, "1").strip().lower()
+    if flag not in {"0", "1", "false", "true", "no", "yes", ""}:
+        raise ValueError(f"{RESCORE_ENV}={flag!r}: expected 0 or 1")
+    return root, flag not in {"0", "false", "no"}, os.environ.get(DEVICE_ENV, "cpu")
+
+
+def load_reports(root: Path, *, rescore: bool, device: str) -> list:
+    """Validate every entry under `root` (reconbench.submissions); an absent folder has none."""
+    from reconbench.submissions import discover_entries, validate_entries
+
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    paths = discover_entries(root)
+    if not paths:
+        return []
+    return list(validate_entries(paths, root=root, rescore=rescore, device=device))
+
+
+def attack_catalogue(frame: pd.DataFrame) -> list[dict]:
+    """Registered attacks (iterating the live registry), then unregistered names seen in entries."""
+    from reconbench.attacks import ATTACKS
+
+    counts = ranked(frame)["attack"].value_counts().to_dict()
+    out = []
+    for name in sorted(ATTACKS):
+        cls = ATTACKS[name]
+        # the class's own docstring (getdoc would fall back to Attack's), else its module's
+        doc = inspect.cleandoc(cls.__dict__.get("__doc__") or "") or inspect.getdoc(inspect.getmodule(cls)) or ""
+        out.append(dict(
+            name=name, registered=True, paper=cls.paper, family=cls.family, version=getattr(cls, "version", "1"),
+            scenarios=list(cls.scenarios), defaults=dict(getattr(cls, "defaults", {}) or {}),
+            code=cls.code_reference(), codes=[], summary=doc.split("\n\n")[0].replace("\n", " "), count=counts.get(name, 0),
+        ))
+    seen = frame.dropna(subset=["attack"])
+    for name, group in seen[~seen["attack"].isin(ATTACKS)].groupby("attack", sort=True):
+        first = group.iloc[0]
+        out.append(dict(
+            name=name, registered=False, paper=first["paper"], family=first["family"], version=first["attack_version"],
+            scenarios=sorted(group["scenario"].dropna().unique()), defaults={}, code=None,
+            codes=sorted(group["code"].dropna().unique()), summary="", count=counts.get(name, 0),
+        ))
+    return out
+
+
+def board_metrics(rows: pd.DataFrame) -> list[str]:
+    """The board's metric columns: the SoK's four, plus LPIPS when any row has it."""
+    return [m for m in BOARD_METRICS if m != "lpips" or rows["lpips"].notna().any()]
+
+
+def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleries: bool = True,
+               site_url: str | None = None) -> SiteBundle:
+    from reconbench.tracks import TrackError, all_tracks
+
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    reports = load_reports(root, rescore=rescore, device=device)
+    timings["validate"] = time.perf_counter() - t0
+
+    t1 = time.perf_counter()
+    frame = entries_frame(reports)
+    try:
+        tracks = all_tracks()
+    except TrackError as exc:
+        log.warning("tracks registry unreadable: %s", exc)
+        tracks = []
+    known = {t.id for t in tracks}
+    unknown = ranked(frame)[~ranked(frame)["track"].isin(known)]
+    if not unknown.empty:  # the validator should have failed these; never rank them here
+        log.warning("%d entries name tracks outside the registry; not ranked", len(unknown))
+        frame.loc[unknown.index, ["trust", "trust_rank"]] = ["failed", 0]
+    board = sort_board(ranked(frame))
+    timings["frame"] = time.perf_counter() - t1
+
+    pages = Pages()
+    files: dict[str, str | bytes] = {}
+    nav: dict[str, list[tuple[str, str]]] = {"leaderboards": [("All tracks", "leaderboards/index.md")],
+                                             "attacks": [("All attacks", "attacks/index.md")]}
+
+    # --- boards and charts: one page per track; one memorization chart per family of tracks
+    t2 = time.perf_counter()
+    families: dict[tuple, list] = {}
+    for track in tracks:
+        families.setdefault(charts.family_key(track), []).append(track)
+    memo_by_family = {}
+    for key, members in families.items():
+        members.sort(key=lambda t: t.train_size)
+        has_entries = board["track"].isin([t.id for t in members]).any()
+        fig = charts.memorization_figure(frame, members[0], tracks) if has_entries else None
+        memo_by_family[key] = Markup(charts.chart_html(fig, "chart-memo-" + "-".join(filter(None, key))))
+    track_views = []
+    for track in tracks:
+        rows = sort_board(board[board["track"] == track.id])
+        quality = charts.quality_diversity_figure(rows, f" ({track.id})") if len(rows) else None
+        view = dict(
+            track=track, count=len(rows), family=charts.family_title(track),
+            memo_chart=memo_by_family[charts.family_key(track)],
+            quality_chart=Markup(charts.chart_html(quality, f"chart-quality-{track.id}")),
+        )
+        track_views.append(view)
+        failed = int(((frame["track"] == track.id) & (frame["trust"] == "failed")).sum())
+        pages.page(f"leaderboards/{track.id}.md", "leaderboard.md.j2", track=track, rows=rows,
+                   metrics=board_metrics(rows), rank_metric=rank_metric(rows), failed=failed,
+                   family=view["family"], memo_chart=view["memo_chart"], quality_chart=view["quality_chart"])
+    for key, members in families.items():  # nav: a family of several sizes is a sub-section
+        links = [(t.id, f"leaderboards/{t.id}.md") for t in members]
+        nav["leaderboards"].append(links[0] if len(links) == 1 else (charts.family_title(members[0]), links))
+    combined_families = [
+        dict(title=charts.family_title(members[0]),
+             tracks=[v for v in track_views if charts.family_key(v["track"]) == key])
+        for key, members in families.items()
+    ]
+    pages.page("leaderboards/index.md", "combined.md.j2", families=combined_families, rows=board,
+               metrics=board_metrics(board), failed=frame[frame["trust"] == "failed"])
+    chart_sections = [
+        dict(title=charts.family_title(members[0]), memo_chart=memo_by_family[key],
+             tracks=[v for v in track_views if charts.family_key(v["track"]) == key and v["count"]])
+        for key, members in families.items()
+    ]
+    pages.page("charts.md", "charts.md.j2", sections=[c for c in chart_sections if c["tracks"]],
+               empty=[c["title"] for c in chart_sections if not c["tracks"]])
+    timings["boards"] = time.perf_counter() - t2
+
+    # --- attacks
+    catalogue = attack_catalogue(frame)
+    for attack in catalogue:
+        rows = sort_board(board[board["attack"] == attack["name"]])
+        pages.page(attack_page(attack["name"]), "attack.md.j2", attack=attack, rows=rows, metrics=board_metrics(rows))
+        nav["attacks"].append((attack["name"], attack_page(attack["name"])))
+    pages.page("attacks/index.md", "attacks_index.md.j2", attacks=catalogue)
+
+    # --- entries: page + gallery PNG each
+    t3 = time.perf_counter()
+    targets = TargetSets()
+    gallery_seconds = 0.0
+    for report, row in zip(_in_frame_order(reports, frame), frame.to_dict("records")):
+        gallery = None
+        if galleries and report.result is not None and row["trust"] != "failed":
+            g0 = time.perf_counter()
+            gallery = entry_gallery(report.path, report.result.payload, targets)
+            gallery_seconds += time.perf_counter() - g0
+            if gallery is not None:
+                files[row["gallery"]] = gallery.png
+        team = report.team_info
+        pages.page(
+            row["page"], "entry.md.j2", row=row, result=report.result, checks=list(report.checks or []),
+            title=Path(row["page"]).stem, gallery=gallery,
+            team_name=row["team_name"], team_links=list(getattr(team, "links", None) or []),
+            team_contact=getattr(team, "contact", None), readme_text=getattr(report, "readme", None),
+        )
+    timings["entries"] = time.perf_counter() - t3
+    timings["galleries"] = gallery_seconds
+
+    # --- downloads
+    files[downloads.JSON_FILE] = downloads.leaderboard_json(frame)
+    files[downloads.CSV_FILE] = downloads.leaderboard_csv(frame)
+    schema = downloads.schema_json()
+    files[downloads.SCHEMA_FILE] = schema
+    badges = []
+    for attack in catalogue:
+        badge = downloads.badge(attack["name"], frame)
+        files[downloads.badge_file(attack["name"])] = downloads.json.dumps(badge, ensure_ascii=False) + "\n"
+        badges.append(dict(attack=attack["name"], file=downloads.badge_file(attack["name"]), badge=badge))
+    pages.page("downloads.md", "downloads.md.j2", json_file=downloads.JSON_FILE, csv_file=downloads.CSV_FILE,
+               schema_file=downloads.SCHEMA_FILE, badges_dir=downloads.BADGES_DIR, badges=badges,
+               count=len(frame), site_url=(site_url or "").rstrip("/"))
+
+    # --- fragments of the hand-written pages
+    ranked_rows = ranked(frame)
+    pages.fragment("home-best", "fragments/home_best.html.j2", best=best_per_dataset(frame))
+    pages.fragment("home-updated", "fragments/home_updated.html.j2", ranked=len(ranked_rows),
+                   teams=ranked_rows["team"].nunique(), failed=int((frame["trust"] == "failed").sum()),
+                   updated=last_update(frame), rescored=rescore)
+    cells: dict[str, list[str]] = {}
+    for attack in catalogue:
+        if attack["registered"]:
+            for s in attack["scenarios"]:
+                cells.setdefault(s, []).append(attack["name"])
+    pages.fragment("taxonomy-table", "fragments/taxonomy_table.html.j2", cells=cells)
+    pages.fragment("metric-table", "fragments/metric_table.html.j2")
+    pages.fragment("result-schema", "fragments/result_schema.html.j2", schema=schema, schema_file=downloads.SCHEMA_FILE)
+
+    files.update(pages.markdown)
+    timings["total"] = time.perf_counter() - t0
+    return SiteBundle(files=files, fragments=pages.fragments, nav=nav, frame=frame, timings=timings, rescored=rescore)
+
+
+def _in_frame_order(reports: list, frame: pd.DataFrame) -> list:
+    """The reports reordered like the frame's rows (entries_frame sorts by track, then page)."""
+    by_dir = {str(r.path): r for r in reports}
+    return [by_dir[d] for d in frame["entry_dir"]]

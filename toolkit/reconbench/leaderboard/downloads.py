@@ -1,0 +1,98 @@
+"""Machine-readable copies of the board: leaderboard.json, leaderboard.csv, the result-file JSON
+Schema, and one shields.io endpoint badge per attack (https://shields.io/badges/endpoint-badge).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+
+from reconbench.leaderboard.frame import LABELS, rank_metric, ranked, safe_slug, sort_board
+from reconbench.metrics import METRICS
+
+DOWNLOADS_DIR = "downloads"
+JSON_FILE = f"{DOWNLOADS_DIR}/leaderboard.json"
+CSV_FILE = f"{DOWNLOADS_DIR}/leaderboard.csv"
+SCHEMA_FILE = f"{DOWNLOADS_DIR}/result.schema.json"
+BADGES_DIR = f"{DOWNLOADS_DIR}/badges"
+
+# Columns of the downloads: everything a reader needs to redo a ranking, nothing internal
+# (entry_dir is a build-machine path, page/gallery are site paths).
+EXPORT = [
+    "team", "team_name", "entry_id", "trust", "track", "dataset", "architecture", "train_size", "target_size",
+    "scenario", "training", "access", "data", "attack", "attack_version", "family", "paper", "code", "registered",
+    "date", "toolkit_version", "git_commit", "git_dirty", "seed", "device", "hardware", "command", "wall_seconds",
+    "queries", "count",
+] + [f"{m}{s}" for m in METRICS for s in ("", "_coverage")]
+
+TRUST_COLOR = {"reproduced": "brightgreen", "re-scored": "green", "signed": "yellow", "failed": "red"}
+
+
+def _plain(value):
+    """JSON-ready scalar: NaN/NA -> None, timestamps -> ISO 8601, numpy -> Python."""
+    if value is None or value is pd.NA or value is pd.NaT:
+        return None
+    if isinstance(value, pd.Timestamp):
+        return value.isoformat()
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def records(frame: pd.DataFrame) -> list[dict]:
+    return [{col: _plain(row[col]) for col in EXPORT} for _, row in frame.iterrows()]
+
+
+def leaderboard_json(frame: pd.DataFrame) -> str:
+    doc = {
+        "schema_version": 1,
+        "description": "All ReconBench entries (failed ones included, with trust 'failed' and no metrics); "
+                       "metric values are the SoK's S-Dis / FID, *_coverage the coverage alpha in [0, 1].",
+        "metrics": {m: {"direction": info.direction, "level": info.level, "range": info.range} for m, info in METRICS.items()},
+        "entries": records(frame),
+    }
+    return json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def leaderboard_csv(frame: pd.DataFrame) -> str:
+    out = frame[EXPORT].copy()
+    out["date"] = out["date"].map(lambda d: None if pd.isna(d) else d.isoformat())
+    # A cell starting with = + - @ is a formula to a spreadsheet (CSV injection): team names and
+    # commands come from contributors, so such text cells get a leading apostrophe.
+    for col in out.columns:
+        if out[col].dtype == object:
+            out[col] = out[col].map(lambda v: "'" + v if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r") else v)
+    return out.to_csv(index=False, lineterminator="\n")
+
+
+def badge(attack: str, frame: pd.DataFrame) -> dict:
+    """shields.io endpoint JSON: the attack's best entry on the track where it has most entries."""
+    rows = ranked(frame)
+    rows = rows[rows["attack"] == attack]
+    label = f"ReconBench {attack}"
+    if rows.empty:
+        return {"schemaVersion": 1, "label": label, "message": "no entries", "color": "lightgrey"}
+    track = rows["track"].value_counts().sort_index().idxmax()
+    on_track = rows[rows["track"] == track]
+    metric = rank_metric(on_track)
+    top = sort_board(on_track).iloc[0]
+    message = f"{track}: {LABELS.get(metric, metric)} {top[metric]:.3f}" if metric else f"{track}: no metric"
+    cov = top.get(f"{metric}_coverage") if metric else None
+    if cov is not None and pd.notna(cov):
+        message += f" ({100 * cov:.1f}%)"
+    return {"schemaVersion": 1, "label": label, "message": f"{message}, {top['trust']}",
+            "color": TRUST_COLOR.get(top["trust"], "lightgrey")}
+
+
+def badge_file(attack: str) -> str:
+    return f"{BADGES_DIR}/{safe_slug(attack)}.json"
+
+
+def schema_json() -> str:
+    from reconbench.results import result_json_schema
+
+    return json.dumps(result_json_schema(), indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,176 @@
+"""Validated entries -> one pandas DataFrame: the single table every page, chart and download reads.
+
+One row per entry folder. Failed entries keep a row (their page shows why they failed) but carry
+no metrics and never rank. Metric columns: `<m>` (value, NaN when not computed), `<m>_coverage`
+(the SoK coverage alpha in [0, 1], sample-level metrics only) and `<m>_note`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+
+from reconbench.metrics import METRICS
+from reconbench.tracks import TrackError, all_tracks
+
+TRUST_LEVELS = ("failed", "signed", "re-scored", "reproduced")  # ascending trust
+TRUST_RANK = {name: rank for rank, name in enumerate(TRUST_LEVELS)}
+
+# The SoK's table columns (Table 2: FID, SSIM, PSNR, MSE), then our LPIPS addition.
+BOARD_METRICS = ("fid", "ssim", "psnr", "mse", "lpips")
+LABELS = {"fid": "FID", "ssim": "SSIM", "psnr": "PSNR", "mse": "MSE", "lpips": "LPIPS"}
+# The rank metric: FID when any entry of the group has it (SoK Def. 4.1, the dataset-level view),
+# otherwise the best available sample-level metric in this order.
+RANK_PREFERENCE = ("fid", "ssim", "lpips", "psnr", "mse")
+
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,79}$")
+
+COLUMNS = [
+    "team", "team_name", "entry_id", "entry_dir", "page", "gallery", "trust", "trust_rank",
+    "track", "dataset", "architecture", "train_size", "target_size",
+    "scenario", "training", "access", "data",
+    "attack", "attack_version", "family", "paper", "code", "registered",
+    "date", "toolkit_version", "git_commit", "git_dirty", "seed", "device", "hardware", "command",
+    "wall_seconds", "queries", "count",
+] + [f"{m}{suffix}" for m in METRICS for suffix in ("", "_coverage", "_note")]
+
+
+def safe_slug(text: str) -> str:
+    """A folder or id name as a URL path segment: kept when already a slug, else cleaned + hashed.
+
+    Entry ids inside a valid result are slugs already; a failed entry may have any folder name,
+    and that name must not become markup or a path outside entries/.
+    """
+    if _SLUG.match(text) and text not in {".", ".."}:
+        return text
+    cleaned = re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-._")[:40] or "x"
+    return f"{cleaned}-{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+
+
+def entry_page(team: str, entry: str) -> str:
+    return f"entries/{safe_slug(team)}/{safe_slug(entry)}.md"
+
+
+def entry_gallery(team: str, entry: str) -> str:
+    return f"entries/{safe_slug(team)}/{safe_slug(entry)}.png"
+
+
+def attack_page(name: str) -> str:
+    """Docs path of an attack's page; a user's attack may be called 'index' (a valid slug)."""
+    return f"attacks/{safe_slug(name)}.md" if name != "index" else "attacks/index-attack.md"
+
+
+def _track_facts() -> dict[str, dict]:
+    try:
+        return {t.id: t for t in all_tracks()}
+    except TrackError:
+        return {}
+
+
+def entries_frame(reports: Iterable) -> pd.DataFrame:
+    """EntryReport list (reconbench.submissions) -> DataFrame with COLUMNS, sorted by track then page."""
+    from reconbench.attacks import ATTACKS
+
+    tracks = _track_facts()
+    rows = []
+    for report in reports:
+        result = getattr(report, "result", None)
+        team_info = getattr(report, "team_info", None)
+        row: dict = dict.fromkeys(COLUMNS, None)
+        row.update(
+            team=str(report.team),
+            team_name=str(team_info.name) if team_info is not None else str(report.team),
+            entry_id=str(report.entry_id),
+            entry_dir=str(report.path),
+            page=entry_page(str(report.team), str(report.entry_id)),
+            gallery=entry_gallery(str(report.team), str(report.entry_id)),
+            trust=str(report.trust),
+            trust_rank=TRUST_RANK.get(str(report.trust), 0),
+        )
+        for m in METRICS:
+            row[m] = np.nan
+            row[f"{m}_coverage"] = np.nan
+        if result is not None:
+            p = result.payload
+            training, access, data = p.scenario.split("/")
+            track = tracks.get(p.track)
+            prov = p.provenance
+            row.update(
+                track=p.track, scenario=p.scenario, training=training, access=access, data=data,
+                attack=p.attack.name, attack_version=p.attack.version, family=p.attack.family,
+                paper=p.attack.paper, code=p.attack.code, registered=p.attack.name in ATTACKS,
+                date=pd.Timestamp(prov.finished).tz_convert("UTC") if prov.finished.tzinfo else pd.Timestamp(prov.finished, tz="UTC"),
+                toolkit_version=prov.toolkit_version, git_commit=prov.git_commit, git_dirty=prov.git_dirty,
+                seed=prov.seed, device=prov.device, hardware=prov.hardware, command=prov.command,
+                wall_seconds=prov.wall_seconds, queries=prov.queries, count=p.reconstructions.count,
+            )
+            if track is not None:
+                row.update(dataset=track.dataset, architecture=track.architecture, train_size=track.train_size)
+                try:
+                    from reconbench.scenario import Scenario
+
+                    row["target_size"] = track.target_size(Scenario.parse(p.scenario))
+                except (TrackError, ValueError):
+                    pass
+            # A failed entry's numbers are claims nobody checked (its signature may not even
+            # verify): its page shows why it failed, but no metric of it is published.
+            for name, metric in (p.metrics.items() if row["trust"] != "failed" else ()):
+                if metric.status == "computed" and metric.value is not None:
+                    row[name] = float(metric.value)
+                    row[f"{name}_coverage"] = np.nan if metric.coverage is None else float(metric.coverage)
+                row[f"{name}_note"] = metric.note
+        rows.append(row)
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    for m in METRICS:
+        frame[m] = frame[m].astype(float)
+        frame[f"{m}_coverage"] = frame[f"{m}_coverage"].astype(float)
+    frame["train_size"] = frame["train_size"].astype("Int64")
+    frame["target_size"] = frame["target_size"].astype("Int64")
+    frame["date"] = pd.to_datetime(frame["date"], utc=True)
+    return frame.sort_values(["track", "page"], na_position="last", kind="stable").reset_index(drop=True)
+
+
+def ranked(frame: pd.DataFrame) -> pd.DataFrame:
+    """Entries that may appear on a board: every trust level but 'failed'."""
+    return frame[frame["trust"] != "failed"]
+
+
+def rank_metric(frame: pd.DataFrame) -> str | None:
+    """FID when any row has it, else the best available metric (see RANK_PREFERENCE); None if none."""
+    for m in RANK_PREFERENCE:
+        if m in frame and frame[m].notna().any():
+            return m
+    return None
+
+
+def sort_board(frame: pd.DataFrame) -> pd.DataFrame:
+    """Best first by the rank metric in its better direction; ties by trust (higher first), then date."""
+    metric = rank_metric(frame)
+    if metric is None:
+        return frame.sort_values(["trust_rank", "date"], ascending=[False, False], kind="stable")
+    lower_better = METRICS[metric].direction == "↓"
+    return frame.sort_values(
+        [metric, "trust_rank", "date"], ascending=[lower_better, False, False], na_position="last", kind="stable"
+    )
+
+
+def best_per_dataset(frame: pd.DataFrame) -> list[dict]:
+    """The current best entry of each dataset (by its rank metric): the home page's summary."""
+    best = []
+    board = ranked(frame)
+    for dataset, group in board.groupby("dataset", sort=True):
+        metric = rank_metric(group)
+        if metric is None:
+            continue
+        top = sort_board(group).iloc[0]
+        best.append({"dataset": dataset, "metric": metric, "row": top})
+    return best
+
+
+def last_update(frame: pd.DataFrame) -> pd.Timestamp | None:
+    dates = ranked(frame)["date"].dropna()
+    return None if dates.empty else dates.max()

@@ -1,0 +1,102 @@
+"""The MkDocs hook (mkdocs.yml `hooks:`): `mkdocs build --strict` alone builds the board.
+
+on_config        validate submissions/ and build every generated page in memory (build.py);
+                 expand the Leaderboards and Attacks nav entries into sections
+on_files         add the generated pages, galleries, downloads and the bundled plotly.min.js as
+                 File objects (nothing is written into docs_dir or git)
+on_page_content  put the HTML fragments back into the rendered pages, links made relative
+
+Settings (environment): RECONBENCH_SUBMISSIONS (default: submissions/ beside mkdocs.yml),
+RECONBENCH_SITE_RESCORE=0 to skip re-scoring, RECONBENCH_SITE_DEVICE (default cpu).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from pathlib import Path
+
+from mkdocs.structure.files import File, Files
+
+from reconbench.leaderboard.build import SiteBundle, build_site, settings_from_env
+from reconbench.leaderboard.pages import PLACEHOLDER, docs_url, resolve_links
+
+log = logging.getLogger("mkdocs.hooks.reconbench")  # under "mkdocs": warnings fail --strict
+
+PLOTLY_JS = "assets/javascripts/plotly.min.js"
+NAV_SECTIONS = {"leaderboards/index.md": "leaderboards", "attacks/index.md": "attacks"}
+
+_bundle: SiteBundle | None = None
+
+
+def plotly_js_path() -> Path:
+    """plotly.js as shipped inside the plotly Python package (served from the site, no CDN)."""
+    import plotly
+
+    path = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: plotly.min.js is missing from the plotly package")
+    return path
+
+
+def on_config(config):
+    global _bundle
+    start = time.perf_counter()
+    root, rescore, device = settings_from_env(Path(config.config_file_path).parent / "submissions")
+    _bundle = build_site(root, rescore=rescore, device=device, site_url=config.site_url)
+    phases = ", ".join(f"{k} {v:.2f} s" for k, v in _bundle.timings.items() if k != "total")
+    log.info("reconbench: %d entries from %s (re-score %s) in %.2f s (%s)", len(_bundle.frame), root,
+             "on" if rescore else "off", time.perf_counter() - start, phases)
+    config.nav = _expand_nav(config.nav, _bundle) if config.nav else config.nav
+    return config
+
+
+def _expand_nav(nav: list, bundle: SiteBundle) -> list:
+    """`- Leaderboards: leaderboards/index.md` -> a section: the combined view, then one per track."""
+    out = []
+    for item in nav:
+        if isinstance(item, dict) and len(item) == 1:
+            (title, value), = item.items()
+            if isinstance(value, str) and value in NAV_SECTIONS:
+                out.append({title: [_nav_item(item) for item in bundle.nav[NAV_SECTIONS[value]]]})
+                continue
+        out.append(item)
+    return out
+
+
+def _nav_item(item: tuple) -> dict:
+    title, target = item
+    return {title: target if isinstance(target, str) else [_nav_item(i) for i in target]}
+
+
+def on_files(files: Files, config):
+    assert _bundle is not None, "on_config runs first"
+    for path, content in _bundle.files.items():
+        if files.get_file_from_path(path) is not None:
+            log.warning("reconbench: %s is generated at build time; remove the copy from %s", path, config.docs_dir)
+            files.remove(files.get_file_from_path(path))
+        files.append(File.generated(config, path, content=content))
+    if files.get_file_from_path(PLOTLY_JS) is None:
+        files.append(File.generated(config, PLOTLY_JS, abs_src_path=str(plotly_js_path())))
+    return files
+
+
+def on_page_content(html: str, page, config, files):
+    assert _bundle is not None
+    if "rb:" not in html:
+        return html
+    use_dir = config.use_directory_urls
+
+    def url_of(path: str) -> str:
+        return docs_url(path, use_dir)
+
+    def insert(match: re.Match) -> str:
+        key = match.group(1)
+        fragment = _bundle.fragments.get(key)
+        if fragment is None:
+            log.warning("reconbench: %s has a placeholder <!-- rb:%s --> that nothing generates", page.file.src_uri, key)
+            return ""
+        return resolve_links(fragment, url_of, page.url)
+
+    return PLACEHOLDER.sub(insert, html)

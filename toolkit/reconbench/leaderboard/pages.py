@@ -1,0 +1,188 @@
+"""jinja2 templates -> the site's generated Markdown pages and HTML fragments.
+
+Escaping. Every template is rendered with autoescape on, so contributor text (team names, links,
+notes, commands, check messages) is HTML-escaped. Contributor text must also never reach the
+Markdown processor (Python-Markdown has no sanitiser: `[x](javascript:…)` would become a link, and
+its preprocessors run even inside raw HTML). So a template marks its HTML with
+`<!--rb:html-->…<!--/rb:html-->`; `split_fragments` cuts those regions out, leaves an HTML comment
+placeholder in the Markdown, and the hook puts the fragment back into the page *after* Markdown
+(hook.on_page_content). Only trusted text (registry names, headings) is Markdown.
+
+An entry's README is Markdown from a contributor: it is rendered with markdown-it-py with raw
+HTML off (tags come out as text), images off (no third-party requests) and markdown-it's link
+validation (no javascript:/vbscript:/file:/data: URLs).
+
+Links between pages are written `href="rb:/<path in docs_dir>"` and resolved relative to the
+page that shows them when the fragment is inserted (`resolve_links`), so templates need not know
+where a page ends up (use_directory_urls or not).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Callable
+
+import pandas as pd
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup
+
+from reconbench.leaderboard.frame import BOARD_METRICS, LABELS, attack_page
+from reconbench.metrics import METRICS
+
+FRAGMENT = re.compile(r"<!--rb:html-->(.*?)<!--/rb:html-->", re.S)
+PLACEHOLDER = re.compile(r"<!--\s*rb:([A-Za-z0-9_./#-]+)\s*-->")
+LINK = re.compile(r'(href|src)="rb:/([^"#?]*)([^"]*)"')
+README_LIMIT = 50_000  # characters shown of an entry's README
+
+# What each value of each axis of Definition 3.1 hands the attacker (knowledge.py builds these views).
+KNOWLEDGE = {
+    "static": "the target model after training on D_tar (the whole training set is the target)",
+    "dynamic": "the model before and after an update on D_tar (the update set is the target)",
+    "white-box": "the model itself: architecture, parameters and gradients",
+    "black-box": "a query function only: output probabilities, every queried image counted",
+    "none": "no auxiliary data",
+    "similar": "auxiliary data of a similar distribution, disjoint from D_tar",
+    "same": "auxiliary data of the same distribution, disjoint from D_tar",
+}
+TRUST_TEXT = {
+    "signed": "schema, signature, registered team key and pinned target hashes check out",
+    "re-scored": "CI recomputed every metric from the submitted reconstructions and got the claimed numbers",
+    "reproduced": "someone else re-ran the attack from the recorded code, seed and config, within tolerance",
+    "failed": "validation failed: not ranked",
+}
+
+
+def split_fragments(text: str, key_prefix: str) -> tuple[str, dict[str, str]]:
+    """Cut the marked HTML regions out of rendered template text; return (markdown, fragments)."""
+    fragments: dict[str, str] = {}
+
+    def stash(match: re.Match) -> str:
+        key = f"{key_prefix}#{len(fragments)}"
+        fragments[key] = match.group(1).strip()
+        return f"\n\n<!-- rb:{key} -->\n\n"
+
+    return FRAGMENT.sub(stash, text), fragments
+
+
+def resolve_links(fragment: str, url_of: Callable[[str], str], page_url: str) -> str:
+    """`rb:/path` -> the URL of that docs path relative to the page at `page_url`."""
+    from mkdocs.utils import get_relative_url
+
+    def repl(match: re.Match) -> str:
+        target = url_of(match.group(2))
+        return f'{match.group(1)}="{html.escape(get_relative_url(target, page_url), quote=True)}{match.group(3)}"'
+
+    return LINK.sub(repl, fragment)
+
+
+def docs_url(path: str, use_directory_urls: bool) -> str:
+    """The URL MkDocs gives a docs_dir path (pages: foo.md -> foo/ or foo.html; assets: as is)."""
+    if not path.endswith(".md"):
+        return path
+    stem = path[:-3]
+    if stem == "index" or stem.endswith("/index"):
+        stem = stem[: -len("index")]
+        return stem if use_directory_urls else stem + "index.html"
+    return stem + "/" if use_directory_urls else stem + ".html"
+
+
+# ---------------------------------------------------------------- template helpers (filters)
+
+def external_url(url) -> str | None:
+    """A contributor's link, kept only when it is http(s) (no javascript:, data:, relative paths)."""
+    text = str(url or "").strip()
+    return text if re.match(r"^https?://\S+$", text, re.I) else None  # autoescape guards the attribute
+
+
+def metric_cell(row: pd.Series, metric: str) -> str:
+    value = row.get(metric)
+    if value is None or pd.isna(value):
+        return "n/a"
+    cov = row.get(f"{metric}_coverage")
+    text = f"{value:.3f}"
+    if cov is not None and pd.notna(cov):
+        text += f" ({100 * cov:.2f}%)"
+    return text
+
+
+def sort_value(value) -> str:
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return ""
+    if isinstance(value, pd.Timestamp):
+        return value.isoformat()
+    return str(value)
+
+
+def date_text(value) -> str:
+    return "" if value is None or pd.isna(value) else value.strftime("%Y-%m-%d")
+
+
+def rb_link(path: str) -> str:
+    return "rb:/" + path
+
+
+def render_readme(text: str | None) -> Markup | None:
+    """Contributor Markdown -> safe HTML (see the module docstring)."""
+    if not text:
+        return None
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+    md.enable("table").disable("image")
+    tokens = md.parse(text[:README_LIMIT])
+    for token in tokens:  # the README sits under the page's "README" heading (h2): # -> h3 ... h6
+        if token.type in ("heading_open", "heading_close"):
+            token.tag = f"h{min(6, int(token.tag[1]) + 2)}"
+        for child in token.children or ():
+            if child.type == "link_open":  # contributor links: no endorsement, no window.opener
+                child.attrSet("rel", "nofollow ugc noopener")
+    rendered = md.renderer.render(tokens, md.options, {})
+    # markdown-it escapes text and drops unsafe URLs; the output holds only its own tags.
+    return Markup(rendered)
+
+
+def metric_order(metrics: dict) -> list[str]:
+    """The registry's order (METRICS), then any other names a result carries."""
+    return [m for m in METRICS if m in metrics] + sorted(m for m in metrics if m not in METRICS)
+
+
+def pretty_json(value) -> str:
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def make_env() -> Environment:
+    env = Environment(
+        loader=PackageLoader("reconbench.leaderboard", "templates"),
+        autoescape=True,  # every template: all output ends up as HTML
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(metric=metric_cell, sortval=sort_value, date=date_text, link=rb_link, attack_page=attack_page,
+                       external=external_url, pretty_json=pretty_json)
+    env.globals.update(METRICS=METRICS, LABELS=LABELS, BOARD_METRICS=BOARD_METRICS, KNOWLEDGE=KNOWLEDGE,
+                       TRUST_TEXT=TRUST_TEXT, readme=render_readme, notna=pd.notna,
+                       metric_order=metric_order)
+    return env
+
+
+class Pages:
+    """Renders generated pages; collects (markdown per docs path, fragments by key)."""
+
+    def __init__(self):
+        self.env = make_env()
+        self.markdown: dict[str, str] = {}
+        self.fragments: dict[str, str] = {}
+
+    def page(self, path: str, template: str, **context) -> None:
+        text = self.env.get_template(template).render(page_path=path, **context)
+        markdown, fragments = split_fragments(text, path)
+        self.markdown[path] = markdown
+        self.fragments.update(fragments)
+
+    def fragment(self, key: str, template: str, **context) -> None:
+        """A named fragment for a hand-written page (`<!-- rb:KEY -->` in site/*.md)."""
+        self.fragments[key] = self.env.get_template(template).render(**context).strip()
