@@ -34,6 +34,7 @@ from .prdc import NAMES as PRDC_NAMES
 from .prdc import prdc_results
 from .report import MetricResult, ScoreReport
 from .ssim import RADIUS, SIGMA, SSIMKernel
+from .weights import hub_checkpoint_dir
 
 
 def sample_level(best: np.ndarray, match: np.ndarray, n_targets: int, worst: float, note: str | None = None) -> MetricResult:
@@ -92,7 +93,7 @@ def score(
     if not lpips:
         metrics["lpips"] = MetricResult.not_computed("LPIPS: not computed (disabled)")
     else:
-        extractor = lpips_extractor or LPIPSExtractor.from_weights(weights_dir, device)
+        extractor = lpips_extractor or _loaded(LPIPSExtractor, weights_dir, device)
         if extractor is None:
             metrics["lpips"] = MetricResult.not_computed(LPIPS_UNAVAILABLE)
         else:
@@ -109,7 +110,7 @@ def score(
         metrics["fid"] = MetricResult.not_computed("FID: not computed (disabled)")
         metrics.update({n: MetricResult.not_computed("PRDC: not computed (disabled)") for n in PRDC_NAMES})
     else:
-        extractor = inception_extractor or InceptionExtractor.from_weights(weights_dir, device)
+        extractor = inception_extractor or _loaded(InceptionExtractor, weights_dir, device)
         if extractor is None:
             metrics["fid"] = MetricResult.not_computed(FID_UNAVAILABLE)
             metrics.update({n: MetricResult.not_computed("PRDC: not computed (Inception weights unavailable)") for n in PRDC_NAMES})
@@ -123,6 +124,20 @@ def score(
             provenance["fid_inception_sha256"] = extractor.weights_sha256 or "caller-supplied"
             provenance["fid_features"] = f"pytorch-fid InceptionV3, {extractor.dims}-d"
     return ScoreReport(metrics=metrics, matches=matches, provenance=provenance)
+
+
+_EXTRACTORS: dict[tuple, object] = {}
+
+
+def _loaded(cls, weights_dir, device):
+    """cls.from_weights, kept for the process once found (hashing and loading a backbone takes seconds)."""
+    key = (cls.__name__, str(weights_dir), str(hub_checkpoint_dir()), str(device))
+    if key not in _EXTRACTORS:
+        extractor = cls.from_weights(weights_dir, device)
+        if extractor is None:
+            return None  # not cached: a file put in place later is found on the next call
+        _EXTRACTORS[key] = extractor
+    return _EXTRACTORS[key]
 
 
 def _caller_note(extractor) -> str | None:
