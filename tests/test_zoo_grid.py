@@ -75,7 +75,7 @@ def test_zoo_file_beside_tracks_json_is_merged_and_clashes_refused(tmp_path, mon
     (tmp_path / "tracks.json").write_text(json.dumps(digits))
     (tmp_path / "zoo.json").write_text(json.dumps({"schema_version": 1, "tracks": [
         registry_entry(parse_track_id("mnist-vgg16-n100"))]}))
-    assert [t.id for t in all_tracks()] == ["digits", "digits-mlp", "mnist-vgg16-n100"]
+    assert [t.id for t in all_tracks()] == [t["id"] for t in digits["tracks"]] + ["mnist-vgg16-n100"]
     clash = dict(registry_entry(parse_track_id("mnist-vgg16-n100")), id="digits")
     (tmp_path / "zoo.json").write_text(json.dumps({"schema_version": 1, "tracks": [clash]}))
     with pytest.raises(TrackError, match="also in tracks.json: digits"):
