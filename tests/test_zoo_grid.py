@@ -81,7 +81,7 @@ def test_zoo_file_beside_tracks_json_is_merged_and_clashes_refused(tmp_path, mon
     with pytest.raises(TrackError, match="also in tracks.json: digits"):
         all_tracks()
     monkeypatch.setenv(tracks.REGISTRY_ENV, str(tmp_path / "tracks.json"))  # an override is the whole registry
-    assert [t.id for t in all_tracks()] == ["digits", "digits-mlp"]
+    assert [t.id for t in all_tracks()] == [t["id"] for t in digits["tracks"]]
 
 
 def test_upsert_replaces_one_entry_and_refuses_invalid_ones(tmp_path):
