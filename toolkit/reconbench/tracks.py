@@ -174,6 +174,10 @@ def load_splits(track: Track, parts: Collection[str] | None = None) -> TrackSpli
         from reconbench.data.digits import digits_splits
 
         splits = digits_splits()
+    elif track.dataset == "sklearn-digits-0v1":
+        from reconbench.data.digits import binary_digits_splits
+
+        splits = binary_digits_splits()
     else:
         raise TrackError(f"track '{track.id}': no loader for dataset '{track.dataset}'")
     if splits.target is not None:

@@ -7,10 +7,17 @@ import sys
 from pathlib import Path
 
 from reconbench.attacks.base import Attack, AttackError, Progress, Reconstruction, enforce_size
+from reconbench.attacks.bias_rec import BiasRec
+from reconbench.attacks.deep_dream import DeepDream
 from reconbench.attacks.deep_inversion import DeepInversion
+from reconbench.attacks.deep_leakage import DeepLeakage
+from reconbench.attacks.inv_alignment import InvAlignment
 from reconbench.attacks.mi_face import MIFace
+from reconbench.attacks.updates_leak import UpdatesLeak
 
-ATTACKS: dict[str, type[Attack]] = {cls.name: cls for cls in (MIFace, DeepInversion)}
+ATTACKS: dict[str, type[Attack]] = {
+    cls.name: cls for cls in (MIFace, DeepDream, DeepInversion, DeepLeakage, InvAlignment, UpdatesLeak, BiasRec)
+}
 DEFAULT_ATTACK = "deepinversion"
 
 

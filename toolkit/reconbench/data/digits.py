@@ -44,3 +44,28 @@ def digits_splits() -> TrackSplits:
         aux_same=full.subset(np.sort(aux)),
         test=full.subset(np.sort(test)),
     )
+
+
+# The `digits-binary-mlp` track (Bias-Rec's setting, Haim et al. NeurIPS'22: a binary task and a
+# training set small against the input dimension; their MNIST run has 500 points in 784-d, ours
+# 20 in 64-d). Classes 0 and 1 keep their digit labels; the target set is the first
+# BINARY_PER_CLASS images of each class in the digits target split (index order), aux and test
+# are the digits aux and test splits restricted to the two classes. No update set.
+BINARY_CLASSES = (0, 1)
+BINARY_PER_CLASS = 10
+
+
+@lru_cache(maxsize=1)
+def binary_digits_splits() -> TrackSplits:
+    base = digits_splits()
+
+    def two_classes(data: ArraySet, per_class: int | None = None) -> ArraySet:
+        keep = [np.flatnonzero(data.labels == c)[:per_class] for c in BINARY_CLASSES]
+        return data.subset(np.sort(np.concatenate(keep)))
+
+    return TrackSplits(
+        target=two_classes(base.target, BINARY_PER_CLASS),
+        update=None,
+        aux_same=two_classes(base.aux_same),
+        test=two_classes(base.test),
+    )

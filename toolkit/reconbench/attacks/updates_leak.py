@@ -1,0 +1,236 @@
+"""Updates-Leak: Salem, Bhattacharya, Backes, Fritz, Zhang, "Updates-Leak: Data Set Inference and
+Reconstruction Attacks in Online Learning", USENIX Security 2020 (arXiv 1904.01067).
+
+Black-box, dynamic, same-distribution data. The adversary queries a fixed probing set on the
+model before and after the update; the posterior difference delta = F_before(X_probe) -
+F_after(X_probe) (flattened, |probe| x classes) is the attack input. To learn to decode it, the
+adversary mimics the setting on its own data: it trains a shadow model on part of its aux data,
+updates copies of it with many shadow update sets drawn from another part (the update recipe is
+public: reconbench.dynamic.UPDATE_RECIPE) and records each shadow delta with its update set.
+
+What is implemented: the paper's multi-sample reconstruction attack (A_MSR, |update set| = 100),
+with its encoder (delta -> 50-d latent code) and its generator G(noise, code), trained with the
+CBM-GAN's best-match loss: for every image of a shadow update set, the MSE to the closest of the
+generated samples. The CBM-GAN's discriminator (the adversarial term of their generator loss) is
+left out: it sharpens samples but is what makes the GAN heavy, and it never sees the update set,
+so the attack's access is unchanged. At attack time, as in their MSR_evaluation.py: generate
+20,000 samples for the target delta, cluster them with K-means into |D_tar| clusters, and take
+the generated sample closest to each centre. Labels: the after-update model's prediction for
+each reconstruction (black-box queries, counted).
+
+Defaults from the authors' code (github.com/AhmedSalem2/Updates-Leak): probing set 100
+(--numOfPoints), latent code 50 (--attackZ), noise 50 (--nz), encoder 256-128-50 with tanh,
+generator three hidden layers of 2048 with BatchNorm, Adam lr 2e-4 betas (0.5, 0.999), 10,000
+shadow updates (dataGeneration.py), the generator evaluated after 20 epochs, 20,000 generated
+samples, K-means random_state 170 (MSR_evaluation.py). Budget on the 8x8 tracks (2-core CPU):
+1,000 shadow updates, generator width 256 (their 2048 is for 784 pixels; we have 64), 4 epochs
+of 4 updates per step (1,000 steps), one K-means run (today's sklearn default; theirs had 10). Aux split (seeded): probing set, then the rest halved into the shadow
+model's training set and the pool the shadow update sets are drawn from.
+"""
+
+from __future__ import annotations
+
+
+import numpy as np
+import torch
+from torch import nn
+from torch.func import functional_call, grad, vmap
+
+from reconbench.attacks.base import Attack, Progress, Reconstruction
+from reconbench.attacks.priors import seeded_generator, track_budget
+from reconbench.data.arrays import ArraySet
+from reconbench.dynamic import UPDATE_RECIPE, UpdateRecipe
+from reconbench.knowledge import Knowledge
+from reconbench.models import build_model
+from reconbench.models.training import TrainConfig, train_classifier
+from reconbench.tracks import get_track
+
+
+class Encoder(nn.Module):
+    """delta -> latent code (their encoder: 256, 128 with dropout 0.5, tanh code)."""
+
+    def __init__(self, in_features: int, latent: int):
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Linear(in_features, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(), nn.Dropout(0.5), nn.Linear(128, latent), nn.Tanh()
+        )
+
+    def forward(self, delta: torch.Tensor) -> torch.Tensor:
+        return self.net(delta)
+
+
+class Generator(nn.Module):
+    """(noise, code) -> image: three hidden layers with BatchNorm, sigmoid output (pixels in [0, 1])."""
+
+    def __init__(self, noise: int, latent: int, hidden: int, input_shape: tuple[int, int, int]):
+        super().__init__()
+        self.input_shape = tuple(input_shape)
+        pixels = int(np.prod(input_shape))
+        layers: list[nn.Module] = []
+        width = noise + latent
+        for _ in range(3):
+            layers += [nn.Linear(width, hidden), nn.BatchNorm1d(hidden), nn.ReLU()]
+            width = hidden
+        layers += [nn.Linear(width, pixels), nn.Sigmoid()]
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, z: torch.Tensor, code: torch.Tensor) -> torch.Tensor:
+        return self.net(torch.cat([z, code], dim=1)).view(-1, *self.input_shape)
+
+
+def best_match_loss(real: torch.Tensor, fake: torch.Tensor) -> torch.Tensor:
+    """CBM loss: each real image against its closest generated one, MSE averaged.
+
+    real (U, n, D), fake (U, m, D): U update sets at once."""
+    d = torch.cdist(real, fake).pow(2)  # (U, n, m)
+    closest = d.argmin(dim=2)
+    matched = torch.gather(fake, 1, closest[..., None].expand(-1, -1, fake.shape[-1]))
+    return nn.functional.mse_loss(matched, real)
+
+
+def shadow_deltas(model: nn.Module, probe: torch.Tensor, pool: ArraySet, update_sets: np.ndarray,
+                  recipe: UpdateRecipe, chunk: int, generator: torch.Generator, advance=lambda steps=1: None) -> torch.Tensor:
+    """Posterior differences of the shadow model for every shadow update set, updates vectorised.
+
+    Each update follows `recipe` (SGD with momentum, batches in a seeded order, BatchNorm frozen),
+    as the target's update does (reconbench.dynamic.fine_tune)."""
+    model = model.eval()
+    names = [n for n, _ in model.named_parameters()]
+    base = {n: p.detach() for n, p in model.named_parameters()}
+    buffers = {n: b.detach() for n, b in model.named_buffers()}
+    x_pool, y_pool = pool.as_float(), torch.from_numpy(pool.labels)
+
+    def forward(p, x):
+        return functional_call(model, (p, buffers), (x,))
+
+    def batch_loss(p, x, y):
+        return nn.functional.cross_entropy(forward(p, x), y)
+
+    batched_grad = vmap(grad(batch_loss), in_dims=(0, 0, 0))
+    batched_probs = vmap(lambda p, x: torch.softmax(forward(p, x), dim=1), in_dims=(0, None))
+    with torch.no_grad():
+        before = torch.softmax(forward(base, probe), dim=1)
+    out = []
+    size = update_sets.shape[1]
+    for start in range(0, len(update_sets), chunk):
+        sets = torch.from_numpy(update_sets[start : start + chunk])
+        k = len(sets)
+        params = {n: base[n].expand(k, *base[n].shape).clone() for n in names}
+        momentum = {n: None for n in names}
+        for _epoch in range(recipe.epochs):
+            order = torch.stack([torch.randperm(size, generator=generator) for _ in range(k)])
+            for b in range(0, size, recipe.batch_size):
+                idx = torch.gather(sets, 1, order[:, b : b + recipe.batch_size])
+                g = batched_grad(params, x_pool[idx], y_pool[idx])
+                for n in names:  # torch.optim.SGD with momentum (dampening 0, no Nesterov)
+                    momentum[n] = g[n] if momentum[n] is None else recipe.momentum * momentum[n] + g[n]
+                    params[n] = params[n] - recipe.lr * momentum[n]
+        with torch.no_grad():
+            out.append((before[None] - batched_probs(params, probe)).flatten(1))
+        advance(k)
+    return torch.cat(out)
+
+
+class UpdatesLeak(Attack):
+    name = "updates-leak"
+    paper = "Salem et al., Updates-Leak: Data Set Inference and Reconstruction Attacks in Online Learning, USENIX Security 2020"
+    family = "training"
+    scenarios = ("dynamic/black-box/same",)
+    defaults = {
+        "probe_size": 100,  # MSR_attack.py --numOfPoints
+        "shadow_updates": "auto",  # 10,000 in dataGeneration.py; 1,000 on the 8x8 tracks
+        "latent": 50,  # --attackZ
+        "noise": 50,  # --nz
+        "hidden": "auto",  # generator width: 2048 in network.py (784 pixels); 256 on the 8x8 tracks (64 pixels)
+        "epochs": "auto",  # 20 (MSR_evaluation.py evaluates the epoch-20 generator); 4 on the 8x8 tracks
+        "updates_per_step": "auto",  # 1 in MSR_attack.py (batch_size=1); 4 on the 8x8 tracks
+        "lr": 2e-4,  # --lr, Adam betas (0.5, 0.999) (--beta1)
+        "generated": 20000,  # MSR_evaluation.py generateImgs
+        "kmeans_seed": 170,  # MSR_evaluation.py random_state
+        "kmeans_restarts": "auto",  # 10, sklearn's n_init default in their day; 1 on the 8x8 tracks (today's default)
+    }
+
+    def run(self, knowledge: Knowledge, *, seed: int, progress: Progress) -> Reconstruction:
+        cfg = self.config
+        shape = knowledge.input_shape
+        n_shadow = track_budget(cfg, "shadow_updates", shape, paper=10000, small=1000)
+        hidden = track_budget(cfg, "hidden", shape, paper=2048, small=256)
+        epochs = track_budget(cfg, "epochs", shape, paper=20, small=4)
+        per_step = track_budget(cfg, "updates_per_step", shape, paper=1, small=4)
+        query_before, query_after = knowledge.extra("query_before"), knowledge.extra("query_after")
+        aux, n = knowledge.aux_data, knowledge.target_size
+        gen = seeded_generator(seed)
+        rng = np.random.default_rng(seed)
+        torch.manual_seed(seed)
+
+        # Aux split: probing set | shadow model's training set | pool of shadow update images.
+        probe_size = int(cfg["probe_size"])
+        order = rng.permutation(len(aux))
+        probe_idx, rest = order[:probe_size], order[probe_size:]
+        train_part, pool = aux.subset(np.sort(rest[: len(rest) // 2])), aux.subset(np.sort(rest[len(rest) // 2 :]))
+        if len(pool) < n:
+            raise ValueError(f"updates-leak needs at least {n} aux images for shadow update sets, has {len(pool)}")
+        probe = aux.subset(probe_idx).as_float()
+
+        # Shadow model: the track's public architecture and training recipe, on the attacker's data.
+        track = get_track(knowledge.track_id)
+        shadow = train_classifier(build_model(track.architecture, **track.arch_kwargs), train_part, TrainConfig(seed=seed))
+        for p in shadow.parameters():
+            p.requires_grad_(False)
+        update_sets = np.stack([rng.choice(len(pool), size=n, replace=False) for _ in range(n_shadow)])
+        with progress.task(f"{self.name}: shadow updates", n_shadow) as advance:
+            deltas = shadow_deltas(shadow, probe, pool, update_sets, UPDATE_RECIPE, chunk=50, generator=gen, advance=advance)
+        scale = deltas.std().clamp(min=1e-12)  # one scalar: the deltas are tiny posterior changes
+
+        # Encoder + generator, best-match loss over the shadow update sets.
+        encoder = Encoder(deltas.shape[1], int(cfg["latent"]))
+        generator = Generator(int(cfg["noise"]), int(cfg["latent"]), hidden, shape)
+        params = list(encoder.parameters()) + list(generator.parameters())
+        opt = torch.optim.Adam(params, lr=float(cfg["lr"]), betas=(0.5, 0.999))
+        pool_images = pool.as_float().flatten(1)
+        encoder.train(), generator.train()
+        steps = epochs * len(range(0, n_shadow, per_step))
+        with progress.task(f"{self.name}: training the decoder", steps) as advance:
+            for _ in range(epochs):
+                perm = torch.randperm(n_shadow, generator=gen)
+                for start in range(0, n_shadow, per_step):
+                    batch = perm[start : start + per_step]
+                    u = len(batch)
+                    code = encoder(deltas[batch] / scale)  # (u, latent)
+                    z = torch.randn(u * n, int(cfg["noise"]), generator=gen)
+                    fake = generator(z, code.repeat_interleave(n, dim=0)).view(u, n, -1)
+                    real = pool_images[torch.from_numpy(update_sets[batch.numpy()])]  # (u, n, D)
+                    opt.zero_grad(set_to_none=True)
+                    best_match_loss(real, fake).backward()
+                    opt.step()
+                    advance(1)
+        encoder.eval(), generator.eval()
+
+        # The target's update: 2 x probe_size queries, then decode, cluster, label.
+        delta = (query_before(probe) - query_after(probe)).flatten()[None].cpu()
+        with torch.no_grad():
+            code = encoder(delta / scale)
+            m = int(cfg["generated"])
+            z = torch.randn(m, int(cfg["noise"]), generator=gen)
+            samples = torch.cat([generator(z[i : i + 4096], code.expand(len(z[i : i + 4096]), -1)) for i in range(0, m, 4096)])
+        restarts = track_budget(cfg, "kmeans_restarts", shape, paper=10, small=1)
+        images = self._cluster_representatives(samples, n, int(cfg["kmeans_seed"]), restarts)
+        labels = query_after(images).argmax(1).cpu()
+        return Reconstruction(images.cpu(), labels)
+
+    @staticmethod
+    def _cluster_representatives(samples: torch.Tensor, k: int, seed: int, restarts: int) -> torch.Tensor:
+        """K-means into k clusters; each cluster's representative is its member closest to the centre."""
+        from sklearn.cluster import KMeans
+
+        flat = samples.flatten(1).numpy().astype(np.float64)
+        k = min(k, len(flat))
+        km = KMeans(n_clusters=k, random_state=seed, n_init=restarts).fit(flat)
+        reps = []
+        for c in range(k):
+            members = np.flatnonzero(km.labels_ == c)
+            if len(members) == 0:
+                continue
+            d = ((flat[members] - km.cluster_centers_[c]) ** 2).sum(1)
+            reps.append(members[int(d.argmin())])
+        return samples[torch.as_tensor(reps, dtype=torch.long)]
