@@ -158,6 +158,7 @@ class BiasRec(Attack):
         x.requires_grad_(True), lam.requires_grad_(True)
         opt_x = torch.optim.SGD([x], lr=float(cfg["lr"]), momentum=0.9)
         opt_l = torch.optim.SGD([lam], lr=float(cfg["lambda_lr"]), momentum=0.9)
+        last_x, last_lam = x.detach().clone(), lam.detach().clone()
         with progress.task(f"{self.name}: minimising the KKT residual", epochs) as advance:
             for _ in range(epochs):
                 loss = (
@@ -165,14 +166,19 @@ class BiasRec(Attack):
                     + pixel_bounds_penalty(x, 0.0, 1.0)
                     + 5.0 * (float(cfg["lambda_min"]) - lam).relu().pow(2).sum()
                 )
+                if not torch.isfinite(loss):
+                    # Diverged (their code raises "Optimizer diverged"): keep the last finite point.
+                    # Seen with the multi-class settings on the BatchNorm CNN of `digits`.
+                    break
+                last_x, last_lam = x.detach().clone(), lam.detach().clone()
                 opt_x.zero_grad(set_to_none=True)
                 opt_l.zero_grad(set_to_none=True)
                 loss.backward()
                 opt_x.step()
                 opt_l.step()
                 advance(1)
-        keep = self.select(lam.detach(), labels, n, k)
-        return Reconstruction(x.detach()[keep].float().clamp(0, 1).cpu(), labels[keep].cpu())
+        keep = self.select(last_lam, labels, n, k)
+        return Reconstruction(last_x[keep].float().clamp(0, 1).cpu(), labels[keep].cpu())
 
     @staticmethod
     def select(lam: torch.Tensor, labels: torch.Tensor, n: int, num_classes: int) -> torch.Tensor:

@@ -89,16 +89,18 @@ def best_match_loss(real: torch.Tensor, fake: torch.Tensor) -> torch.Tensor:
 
 
 def shadow_deltas(model: nn.Module, probe: torch.Tensor, pool: ArraySet, update_sets: np.ndarray,
-                  recipe: UpdateRecipe, chunk: int, generator: torch.Generator, advance=lambda steps=1: None) -> torch.Tensor:
+                  recipe: UpdateRecipe, chunk: int, generator: torch.Generator, advance=lambda steps=1: None,
+                  device: str | torch.device = "cpu") -> torch.Tensor:
     """Posterior differences of the shadow model for every shadow update set, updates vectorised.
 
     Each update follows `recipe` (SGD with momentum, batches in a seeded order, BatchNorm frozen),
     as the target's update does (reconbench.dynamic.fine_tune)."""
-    model = model.eval()
+    model = model.to(device).eval()
+    probe = probe.to(device)
     names = [n for n, _ in model.named_parameters()]
     base = {n: p.detach() for n, p in model.named_parameters()}
     buffers = {n: b.detach() for n, b in model.named_buffers()}
-    x_pool, y_pool = pool.as_float(), torch.from_numpy(pool.labels)
+    x_pool, y_pool = pool.as_float(device), torch.from_numpy(pool.labels).to(device)
 
     def forward(p, x):
         return functional_call(model, (p, buffers), (x,))
@@ -113,12 +115,12 @@ def shadow_deltas(model: nn.Module, probe: torch.Tensor, pool: ArraySet, update_
     out = []
     size = update_sets.shape[1]
     for start in range(0, len(update_sets), chunk):
-        sets = torch.from_numpy(update_sets[start : start + chunk])
+        sets = torch.from_numpy(update_sets[start : start + chunk]).to(device)
         k = len(sets)
         params = {n: base[n].expand(k, *base[n].shape).clone() for n in names}
         momentum = {n: None for n in names}
         for _epoch in range(recipe.epochs):
-            order = torch.stack([torch.randperm(size, generator=generator) for _ in range(k)])
+            order = torch.stack([torch.randperm(size, generator=generator) for _ in range(k)]).to(device)
             for b in range(0, size, recipe.batch_size):
                 idx = torch.gather(sets, 1, order[:, b : b + recipe.batch_size])
                 g = batched_grad(params, x_pool[idx], y_pool[idx])
@@ -126,7 +128,7 @@ def shadow_deltas(model: nn.Module, probe: torch.Tensor, pool: ArraySet, update_
                     momentum[n] = g[n] if momentum[n] is None else recipe.momentum * momentum[n] + g[n]
                     params[n] = params[n] - recipe.lr * momentum[n]
         with torch.no_grad():
-            out.append((before[None] - batched_probs(params, probe)).flatten(1))
+            out.append((before[None] - batched_probs(params, probe)).flatten(1).cpu())
         advance(k)
     return torch.cat(out)
 
@@ -158,7 +160,7 @@ class UpdatesLeak(Attack):
         epochs = track_budget(cfg, "epochs", shape, paper=20, small=4)
         per_step = track_budget(cfg, "updates_per_step", shape, paper=1, small=4)
         query_before, query_after = knowledge.extra("query_before"), knowledge.extra("query_after")
-        aux, n = knowledge.aux_data, knowledge.target_size
+        aux, n, device = knowledge.aux_data, knowledge.target_size, knowledge.device
         gen = seeded_generator(seed)
         rng = np.random.default_rng(seed)
         torch.manual_seed(seed)
@@ -174,20 +176,22 @@ class UpdatesLeak(Attack):
 
         # Shadow model: the track's public architecture and training recipe, on the attacker's data.
         track = get_track(knowledge.track_id)
-        shadow = train_classifier(build_model(track.architecture, **track.arch_kwargs), train_part, TrainConfig(seed=seed))
+        shadow = train_classifier(build_model(track.architecture, **track.arch_kwargs), train_part, TrainConfig(seed=seed), device=device)
         for p in shadow.parameters():
             p.requires_grad_(False)
         update_sets = np.stack([rng.choice(len(pool), size=n, replace=False) for _ in range(n_shadow)])
         with progress.task(f"{self.name}: shadow updates", n_shadow) as advance:
-            deltas = shadow_deltas(shadow, probe, pool, update_sets, UPDATE_RECIPE, chunk=50, generator=gen, advance=advance)
+            deltas = shadow_deltas(shadow, probe, pool, update_sets, UPDATE_RECIPE, chunk=50, generator=gen, advance=advance,
+                                   device=device)
+        deltas = deltas.to(device)
         scale = deltas.std().clamp(min=1e-12)  # one scalar: the deltas are tiny posterior changes
 
         # Encoder + generator, best-match loss over the shadow update sets.
-        encoder = Encoder(deltas.shape[1], int(cfg["latent"]))
-        generator = Generator(int(cfg["noise"]), int(cfg["latent"]), hidden, shape)
+        encoder = Encoder(deltas.shape[1], int(cfg["latent"])).to(device)
+        generator = Generator(int(cfg["noise"]), int(cfg["latent"]), hidden, shape).to(device)
         params = list(encoder.parameters()) + list(generator.parameters())
         opt = torch.optim.Adam(params, lr=float(cfg["lr"]), betas=(0.5, 0.999))
-        pool_images = pool.as_float().flatten(1)
+        pool_images = pool.as_float(device).flatten(1)
         encoder.train(), generator.train()
         steps = epochs * len(range(0, n_shadow, per_step))
         with progress.task(f"{self.name}: training the decoder", steps) as advance:
@@ -196,10 +200,10 @@ class UpdatesLeak(Attack):
                 for start in range(0, n_shadow, per_step):
                     batch = perm[start : start + per_step]
                     u = len(batch)
-                    code = encoder(deltas[batch] / scale)  # (u, latent)
-                    z = torch.randn(u * n, int(cfg["noise"]), generator=gen)
+                    code = encoder(deltas[batch.to(device)] / scale)  # (u, latent)
+                    z = torch.randn(u * n, int(cfg["noise"]), generator=gen).to(device)
                     fake = generator(z, code.repeat_interleave(n, dim=0)).view(u, n, -1)
-                    real = pool_images[torch.from_numpy(update_sets[batch.numpy()])]  # (u, n, D)
+                    real = pool_images[torch.from_numpy(update_sets[batch.numpy()]).to(device)]  # (u, n, D)
                     opt.zero_grad(set_to_none=True)
                     best_match_loss(real, fake).backward()
                     opt.step()
@@ -207,14 +211,14 @@ class UpdatesLeak(Attack):
         encoder.eval(), generator.eval()
 
         # The target's update: 2 x probe_size queries, then decode, cluster, label.
-        delta = (query_before(probe) - query_after(probe)).flatten()[None].cpu()
+        delta = (query_before(probe) - query_after(probe)).flatten()[None].to(device)
         with torch.no_grad():
             code = encoder(delta / scale)
             m = int(cfg["generated"])
-            z = torch.randn(m, int(cfg["noise"]), generator=gen)
+            z = torch.randn(m, int(cfg["noise"]), generator=gen).to(device)
             samples = torch.cat([generator(z[i : i + 4096], code.expand(len(z[i : i + 4096]), -1)) for i in range(0, m, 4096)])
         restarts = track_budget(cfg, "kmeans_restarts", shape, paper=10, small=1)
-        images = self._cluster_representatives(samples, n, int(cfg["kmeans_seed"]), restarts)
+        images = self._cluster_representatives(samples.cpu(), n, int(cfg["kmeans_seed"]), restarts)
         labels = query_after(images).argmax(1).cpu()
         return Reconstruction(images.cpu(), labels)
 
