@@ -45,10 +45,11 @@ from reconbench.data.arrays import ArraySet, TrackSplits
 from reconbench.knowledge import Knowledge, KnowledgeError, QueryBudgetExceeded, QueryFunction
 from reconbench.tracks import Track
 
-UPDATE_SEED = 20190403  # arXiv date of Updates-Leak (1904.01067); any fixed value would do
-# DLG (Zhu et al., NeurIPS'19) reconstructs a batch from its gradient and shows batches of 1-8
-# (their Fig. 5/Table 1). We observe the update in batches of 4, a small local batch within
-# their range; 100 update images -> 25 observed gradients.
+UPDATE_SEED = 20190403  # any fixed value (this one: Updates-Leak's arXiv month, 2019-04); never change it,
+# published entries were made against the update it gives
+# DLG (Zhu et al., NeurIPS'19) reconstructs a batch from its gradient and reports batches of up
+# to 8 images. We observe the update in batches of 4, a small local batch within that range:
+# 100 update images -> 25 observed gradients.
 GRADIENT_BATCH_SIZE = 4
 
 
