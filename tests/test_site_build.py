@@ -57,7 +57,9 @@ def board(tmp_path_factory):
     run = evaluate_entry(work, key, seed=0, iterations=20)
     good = submit_entry(run, subs, "honest", key, name="Honest Lab")
     bad_key = make_key(work, "mallory")
-    bad_run = evaluate_entry(work, bad_key, seed=3, iterations=20)
+    # MI-Face starts from x0 = 0, so its output ignores the seed: a different iteration count keeps
+    # the two reconstructions (and so the two entry ids) distinct even when both runs end in one second.
+    bad_run = evaluate_entry(work, bad_key, seed=3, iterations=25)
     bad = submit_entry(bad_run, subs, "mallory", bad_key, name="Mallory")
     doc = json.loads((bad / "result.json").read_text())
     doc["payload"]["metrics"]["ssim"]["value"] = 0.99  # a better number, same signature
@@ -70,6 +72,7 @@ def board(tmp_path_factory):
 
 def test_entries_ranked_and_failed(board):
     out, good, bad, _ = board
+    assert good.name != bad.name
     page = read(out, f"entries/honest/{good.name}/index.html")
     assert "rb-trust-re-scored" in page and "rescore.ssim" in page
     bad_page = read(out, f"entries/mallory/{bad.name}/index.html")
