@@ -3,7 +3,7 @@
 import torch
 
 from reconbench.attacks import ATTACKS, Progress, enforce_size
-from reconbench.attacks import deep_dream, deep_inversion
+from reconbench.attacks import deep_inversion
 from reconbench.attacks.priors import total_variation
 from reconbench.knowledge import build_knowledge
 from reconbench.metrics import score
@@ -18,9 +18,15 @@ def _dream(n=None, **config):
     return k, attack, enforce_size(attack.run(k, seed=0, progress=Progress()), k.target_size, k.input_shape)
 
 
-def test_deepdream_reuses_deepinversions_priors():
-    for name in ("total_variation", "l2_prior", "jitter"):
-        assert getattr(deep_dream, name) is getattr(deep_inversion, name)
+def test_deepdream_is_deepinversion_without_the_batchnorm_term():
+    """Same priors, loop and seed: DeepInversion with bn_weight = 0 must give DeepDream's images
+    bit for bit, and with its BatchNorm term on it must not."""
+    config = {"iterations": 10, "lr": 0.05, "tv_weight": 1e-4, "l2_weight": 1e-5, "jitter": 1, "batch_size": 64}
+    k, _, dreamt = _dream(n=40, **config)
+    inverted = deep_inversion.DeepInversion(bn_weight=0.0, **config).run(k, seed=0, progress=Progress())
+    assert torch.equal(dreamt.images, inverted.images) and torch.equal(dreamt.labels, inverted.labels)
+    with_bn = deep_inversion.DeepInversion(bn_weight=10.0, **config).run(k, seed=0, progress=Progress())
+    assert (with_bn.images - dreamt.images).abs().max() > 1e-3
 
 
 def test_deepdream_images_are_classified_as_intended_and_beat_noise():

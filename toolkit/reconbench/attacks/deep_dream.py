@@ -4,8 +4,8 @@ AI blog, 2015, in the form the SoK benchmarks (Sec. 2.2 / Table 1) and Yin et al
 
     min_x  CE(f(x), y) + a_tv R_tv(x) + a_l2 R_l2(x),
 
-i.e. DeepInversion without the BatchNorm-statistics term. The priors and the jitter are the very
-functions DeepInversion uses (attacks/priors.py).
+i.e. DeepInversion without the BatchNorm-statistics term. The loop, priors and jitter are the very
+ones DeepInversion uses (attacks/dreaming.py).
 
 The blog gives no numbers. The prior weights are those of the image prior R_prior in Yin et al.'s
 public code (NVlabs/DeepInversion, imagenet_inversion.py: --tv_l2 1e-4, --l2 1e-5), the optimiser,
@@ -18,11 +18,9 @@ long before).
 
 from __future__ import annotations
 
-import torch
-from torch import nn
-
-from reconbench.attacks.base import Attack, Progress, Reconstruction, class_balanced_labels
-from reconbench.attacks.priors import batches, jitter, l2_prior, seeded_generator, total_variation, track_budget
+from reconbench.attacks.base import Attack, Progress, Reconstruction
+from reconbench.attacks.dreaming import dream
+from reconbench.attacks.priors import track_budget
 from reconbench.knowledge import Knowledge
 
 
@@ -42,30 +40,9 @@ class DeepDream(Attack):
 
     def run(self, knowledge: Knowledge, *, seed: int, progress: Progress) -> Reconstruction:
         cfg = self.config
-        iterations = track_budget(cfg, "iterations", knowledge.input_shape, paper=2000, small=500)
-        model, device = knowledge.model, knowledge.device
-        n = knowledge.target_size
-        labels = class_balanced_labels(n, knowledge.num_classes).to(device)
-        gen = seeded_generator(seed)
-        images = torch.empty((n, *knowledge.input_shape))
-        parts = list(batches(n, int(cfg["batch_size"])))
-        with progress.task(f"{self.name}: dreaming", iterations * len(parts)) as advance:
-            for part in parts:
-                x = torch.randn((part.stop - part.start, *knowledge.input_shape), generator=gen).to(device)
-                x = (0.5 + 0.2 * x).requires_grad_(True)  # noise around mid-grey, as our DeepInversion
-                opt = torch.optim.Adam([x], lr=float(cfg["lr"]))
-                y = labels[part]
-                for _ in range(iterations):
-                    opt.zero_grad(set_to_none=True)
-                    loss = (
-                        nn.functional.cross_entropy(model(jitter(x, int(cfg["jitter"]), gen)), y)
-                        + float(cfg["tv_weight"]) * total_variation(x, p=2)
-                        + float(cfg["l2_weight"]) * l2_prior(x)
-                    )
-                    loss.backward()
-                    opt.step()
-                    with torch.no_grad():
-                        x.clamp_(0, 1)
-                    advance(1)
-                images[part] = x.detach().cpu()
-        return Reconstruction(images, labels.cpu())
+        return dream(
+            knowledge, iterations=track_budget(cfg, "iterations", knowledge.input_shape, paper=2000, small=500),
+            lr=float(cfg["lr"]), tv_weight=float(cfg["tv_weight"]), l2_weight=float(cfg["l2_weight"]),
+            max_shift=int(cfg["jitter"]), batch_size=int(cfg["batch_size"]), seed=seed, progress=progress,
+            description=f"{self.name}: dreaming",
+        )

@@ -11,11 +11,11 @@ flip is dropped because digits are not mirror-symmetric.
 
 from __future__ import annotations
 
-import torch
 from torch import nn
 
-from reconbench.attacks.base import Attack, Progress, Reconstruction, class_balanced_labels
-from reconbench.attacks.priors import BatchNormStatistics, batches, jitter, l2_prior, seeded_generator, total_variation
+from reconbench.attacks.base import Attack, Progress, Reconstruction
+from reconbench.attacks.dreaming import dream
+from reconbench.attacks.priors import BatchNormStatistics
 from reconbench.knowledge import Knowledge
 
 
@@ -36,34 +36,14 @@ class DeepInversion(Attack):
 
     def run(self, knowledge: Knowledge, *, seed: int, progress: Progress) -> Reconstruction:
         cfg = self.config
-        model, device = knowledge.model, knowledge.device
-        if not any(isinstance(m, nn.BatchNorm2d) for m in model.modules()):
+        if not any(isinstance(m, nn.BatchNorm2d) for m in knowledge.model.modules()):
             raise ValueError("DeepInversion needs a target with BatchNorm layers (nothing to match otherwise)")
-        n = knowledge.target_size
-        labels = class_balanced_labels(n, knowledge.num_classes).to(device)
-        gen = seeded_generator(seed)
-        images = torch.empty((n, *knowledge.input_shape))
-        stats = BatchNormStatistics(model)
-        steps = int(cfg["iterations"]) * len(range(0, n, int(cfg["batch_size"])))
-        with progress.task(f"{self.name}: inverting", steps) as advance, stats.attached():
-            for part in batches(n, int(cfg["batch_size"])):
-                x = torch.randn((part.stop - part.start, *knowledge.input_shape), generator=gen).to(device)
-                x = (0.5 + 0.2 * x).requires_grad_(True)  # start near mid-grey: the toolkit's pixel space is [0, 1]
-                opt = torch.optim.Adam([x], lr=float(cfg["lr"]), betas=(0.9, 0.999))
-                y = labels[part]
-                for _ in range(int(cfg["iterations"])):
-                    opt.zero_grad(set_to_none=True)
-                    logits = model(jitter(x, int(cfg["jitter"]), gen))
-                    loss = (
-                        nn.functional.cross_entropy(logits, y)
-                        + float(cfg["bn_weight"]) * stats.pop()
-                        + float(cfg["tv_weight"]) * total_variation(x, p=2)
-                        + float(cfg["l2_weight"]) * l2_prior(x)
-                    )
-                    loss.backward()
-                    opt.step()
-                    with torch.no_grad():
-                        x.clamp_(0, 1)
-                    advance(1)
-                images[part] = x.detach().cpu()
-        return Reconstruction(images, labels.cpu())
+        stats = BatchNormStatistics(knowledge.model)
+        bn_weight = float(cfg["bn_weight"])
+        with stats.attached():
+            return dream(
+                knowledge, iterations=int(cfg["iterations"]), lr=float(cfg["lr"]), tv_weight=float(cfg["tv_weight"]),
+                l2_weight=float(cfg["l2_weight"]), max_shift=int(cfg["jitter"]), batch_size=int(cfg["batch_size"]),
+                seed=seed, progress=progress, description=f"{self.name}: inverting",
+                extra=lambda: bn_weight * stats.pop(),  # R_feature of the forward pass just made
+            )
