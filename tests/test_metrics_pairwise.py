@@ -86,15 +86,36 @@ def test_ssim_float64_is_exact(photo_set):
     assert np.abs(ssim - ref).max() < 1e-10
 
 
-def test_mse_is_exact_at_large_dimension():
-    # 64x64x3 = 12288 pixels: a float32 expansion would lose digits here
+@pytest.mark.parametrize("mode", ["int8", "float32", "float64"])
+@pytest.mark.parametrize("shape", [(3, 64, 64), (3, 160, 160)])
+def test_mse_is_exact_at_large_dimension(mode, shape):
+    """Every way of forming x.t gives the exact integer SSE: 64x64x3 (where a plain float32
+    expansion loses digits) and 160x160x3 (more pixels than one int8 GEMM slice), with the
+    extreme images 0 and 255 (products of -128 * -128, the slices' worst case) among them."""
     rng = np.random.default_rng(0)
-    a = rng.integers(0, 256, (4, 3, 64, 64), dtype=np.uint8)
+    a = rng.integers(0, 256, (4, *shape), dtype=np.uint8)
+    a[0], a[1] = 0, 255
     b = a.copy()
     b[:, 0, 0, 0] ^= 1  # differ by one grey level in one pixel
-    mse = full_matrix(MSEKernel(a.shape[1:]), a, b)
-    expected = ((a[:, None].astype(np.int64) - b[None].astype(np.int64)) ** 2).sum((2, 3, 4)) / (12288 * 255.0**2)
+    mse = full_matrix(MSEKernel(shape, mode=mode), a, b)
+    dim = int(np.prod(shape))
+    expected = ((a[:, None].astype(np.int64) - b[None].astype(np.int64)) ** 2).sum((2, 3, 4)) / (dim * 255.0**2)
     np.testing.assert_array_equal(mse, expected)
+
+
+def test_mse_mode_follows_float32_matmul_precision():
+    from reconbench.metrics.pixel import matmul_mode
+
+    cuda = torch.device("cuda")
+    before = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision("highest")
+        assert matmul_mode(torch.device("cpu")) == "int8"
+        assert matmul_mode(cuda) == ("float64" if torch.backends.cuda.matmul.allow_tf32 else "float32")
+        torch.set_float32_matmul_precision("high")  # TF32 / bf16 allowed: float32 is no longer exact
+        assert matmul_mode(cuda) == "float64"
+    finally:
+        torch.set_float32_matmul_precision(before)
 
 
 def naive_from_skimage(rec, ry, tar, ty, kind, win=None):

@@ -12,7 +12,10 @@ states per block. The engine holds at most one reconstruction super-chunk and on
 super-chunk of states (together <= `Budget.state_bytes`) plus one block of pair temporaries
 (<= `Budget.block_bytes`); an old super-chunk is released before the next one is built. When a
 class has more images than a super-chunk holds, the reconstruction states are recomputed once
-per target super-chunk (extra work linear in N per target super-chunk, not N*M). So
+per target super-chunk (extra work linear in N per target super-chunk, not N*M). Images are
+visited in class order (a stable sort, gathered per super-chunk); when the states of all
+reconstructions and of all targets fit the budget, each side is prepared in one call and a
+class's states are views into it (fewer, larger calls: what small classes need). So
 
     peak ~= Budget.state_bytes + Budget.block_bytes + a few tens of MB of transients
             (+ the uint8 inputs, owned by the caller)
@@ -21,7 +24,8 @@ whatever N, M and the class sizes are. Defaults: CPU 256 MiB + 8 MiB, CUDA 4 GiB
 Example, N = M = 20,000 images of 64x64x3 in 10 balanced classes on the CPU (states of 98 /
 189 / 127 kB per image for MSE / SSIM / LPIPS, so a class of 2,000 + 2,000 images is cut into
 super-chunks of ~1,400 / ~700 / ~1,050): measured peaks above the 469 MiB of inputs are
-285 / 308 / 307 MiB (benchmarks/bench_metrics_scaling.py), the same for any larger N or M.
+129 / 308 / 307 MiB (benchmarks/bench_metrics_scaling.py; MSE's int8 states are an eighth
+of its declared float64 size), the same for any larger N or M.
 
 Determinism. Targets are visited in ascending index order and a later target replaces the
 running best only when strictly better, so ties go to the lowest target index; the result
@@ -114,45 +118,74 @@ def nearest_same_class(
     best = torch.full((n,), kernel.worst, dtype=torch.float64)
     match = torch.full((n,), -1, dtype=torch.int64)
     per_side = max(1, budget.state_bytes // 2 // max(1, kernel.state_bytes()))
+    # Images sorted by class (stably: ties still go to the lowest target index), so that every
+    # class is one contiguous run. When both whole sets fit the state budget, each side is
+    # prepared once and a class's states are views; otherwise per class and super-chunk.
+    # (The sorted uint8 images are gathered per super-chunk, never as a whole copy of the inputs.)
+    r_order, r_runs = _class_runs(rec_labels)
+    t_order, t_runs = _class_runs(tar_labels)
+    whole = n <= per_side and tar.shape[0] <= per_side
+
+    def states(images: torch.Tensor, order: torch.Tensor, everything, lo: int, hi: int):
+        if everything is not None:
+            return _rows(everything, lo, hi)
+        return kernel.prepare(images.index_select(0, order[lo:hi]).to(device))
 
     with torch.inference_mode():
-        for c in torch.unique(rec_labels).tolist():
-            ri = torch.nonzero(rec_labels == c).flatten()
-            ti = torch.nonzero(tar_labels == c).flatten()  # ascending: ties go to the lowest index
-            if ti.numel() == 0:
+        r_all = kernel.prepare(rec.index_select(0, r_order).to(device)) if whole else None
+        t_all = kernel.prepare(tar.index_select(0, t_order).to(device)) if whole else None
+        for c, (r_lo, r_hi) in r_runs.items():
+            if c not in t_runs:
                 continue
-            for t0 in range(0, ti.numel(), per_side):
-                t_idx = ti[t0 : t0 + per_side]
+            t_lo, t_hi = t_runs[c]
+            for t0 in range(t_lo, t_hi, per_side):
+                t1 = min(t0 + per_side, t_hi)
                 t_state = r_state = None  # free the previous super-chunks before building new ones
-                t_state = kernel.prepare(tar[t_idx].to(device))
-                for r0 in range(0, ri.numel(), per_side):
-                    r_idx = ri[r0 : r0 + per_side]
+                t_state = states(tar, t_order, t_all, t0, t1)
+                for r0 in range(r_lo, r_hi, per_side):
+                    r1 = min(r0 + per_side, r_hi)
                     r_state = None
-                    r_state = kernel.prepare(rec[r_idx].to(device))
-                    _scan(kernel, r_state, t_state, r_idx, t_idx.to(device), best, match, budget)
+                    r_state = states(rec, r_order, r_all, r0, r1)
+                    _scan(kernel, r_state, t_state, r_order[r0:r1], t_order[t0:t1].to(device), best, match, budget,
+                          first=t0 == t_lo)
             t_state = r_state = None
     return Nearest(best=best.numpy(), match=match.numpy())
 
 
-def _scan(kernel, r_state, t_state, r_idx, t_idx, best, match, budget) -> None:
-    """Update best/match of the reconstructions r_idx with the targets t_idx, block by block."""
+def _class_runs(labels: torch.Tensor) -> tuple[torch.Tensor, dict[int, tuple[int, int]]]:
+    """The stable sort of `labels` and, per class, its [start, stop) in the sorted order."""
+    order = torch.argsort(labels, stable=True)
+    classes, counts = torch.unique_consecutive(labels[order], return_counts=True)
+    stops = torch.cumsum(counts, 0).tolist()
+    return order, {c: (stop - k, stop) for c, k, stop in zip(classes.tolist(), counts.tolist(), stops)}
+
+
+def _scan(kernel, r_state, t_state, r_idx, t_idx, best, match, budget, *, first: bool) -> None:
+    """Update best/match of the reconstructions r_idx with the targets t_idx, block by block.
+
+    first: no target of their class has been seen yet, so the first block's values are taken as
+    they are (no merge with the placeholders).
+    """
     better = torch.gt if kernel.larger_is_better else torch.lt
-    arg_best = torch.argmax if kernel.larger_is_better else torch.argmin
+    arg_best = torch.max if kernel.larger_is_better else torch.min
     bn, bm = block_shape(kernel, r_idx.numel(), t_idx.numel(), budget)
     for b0 in range(0, r_idx.numel(), bn):
         rows = _rows(r_state, b0, b0 + bn)
-        cur = best[r_idx[b0 : b0 + bn]].to(t_idx.device)
-        cur_match = match[r_idx[b0 : b0 + bn]].to(t_idx.device)
+        rows_idx = r_idx[b0 : b0 + bn]
+        cur = cur_match = None
+        if not first:
+            cur, cur_match = best[rows_idx].to(t_idx.device), match[rows_idx].to(t_idx.device)
         for a0 in range(0, t_idx.numel(), bm):
             d = kernel.block(rows, _rows(t_state, a0, a0 + bm)).to(torch.float64)
-            j = arg_best(d, dim=1)  # first best within the block
-            v = d.gather(1, j[:, None]).squeeze(1)
-            # strictly better only (ties keep the lower target index); the first visit always wins
-            take = better(v, cur) | (cur_match < 0)
+            v, j = arg_best(d, dim=1)  # the first best within the block
+            if cur is None:
+                cur, cur_match = v, t_idx[a0 + j]
+                continue
+            take = better(v, cur)  # strictly better only: ties keep the lower target index
             cur = torch.where(take, v, cur)
             cur_match = torch.where(take, t_idx[a0 + j], cur_match)
-        best[r_idx[b0 : b0 + bn]] = cur.cpu()
-        match[r_idx[b0 : b0 + bn]] = cur_match.cpu()
+        best[rows_idx] = cur.cpu()
+        match[rows_idx] = cur_match.cpu()
 
 
 def naive_nearest_same_class(dist, rec_labels, tar_labels, *, larger_is_better: bool, worst: float) -> Nearest:
