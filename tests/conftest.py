@@ -38,3 +38,13 @@ def signing_key(tmp_path_factory):
 
     path, _ = generate_key(tmp_path_factory.mktemp("keys") / "test.pem")
     return path
+
+
+@pytest.fixture(scope="module")
+def single_torch_thread():
+    """Opt in per module (pytestmark = pytest.mark.usefixtures("single_torch_thread")): the metric
+    tests run many small tensor ops, where torch's thread pool costs more than it gains."""
+    from reconbench.threads import one_torch_thread
+
+    with one_torch_thread():
+        yield

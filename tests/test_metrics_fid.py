@@ -13,14 +13,11 @@ from reconbench.metrics import score
 from reconbench.metrics.feature_cache import cached_features, content_key, default_cache_dir
 from reconbench.metrics.fid import NOTE_UNAVAILABLE, frechet_distance, gaussian_stats
 from reconbench.metrics.inception import InceptionExtractor, standin_inception_state_dict
-from reconbench.metrics.testdata import digits, one_torch_thread, perturb, photo_patches
+from reconbench.metrics.testdata import digits, perturb, photo_patches
 from reconbench.metrics.weights import FID_INCEPTION, hub_checkpoint_dir, load_weights
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread():
-    with one_torch_thread():
-        yield
+pytestmark = pytest.mark.usefixtures("single_torch_thread")
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from safetensors.torch import save_file
 from reconbench.metrics import score
 from reconbench.metrics.lpips_metric import NOTE_UNAVAILABLE, LPIPSExtractor, lpips_pairwise, standin_alexnet_state_dict
 from reconbench.metrics.pairwise import naive_nearest_same_class
-from reconbench.metrics.testdata import digits, one_torch_thread, perturb, photo_patches
+from reconbench.metrics.testdata import digits, perturb, photo_patches
 from reconbench.metrics.weights import ALEXNET, WeightSpec, hub_checkpoint_dir, load_weights
 
 
@@ -21,10 +21,7 @@ lpips_pkg = pytest.importorskip("lpips")
 SLICE_OF = {0: 1, 3: 2, 6: 3, 8: 4, 10: 5}  # torchvision features index -> lpips alexnet slice
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread():
-    with one_torch_thread():
-        yield
+pytestmark = pytest.mark.usefixtures("single_torch_thread")
 
 
 @pytest.fixture(scope="module")

@@ -5,13 +5,10 @@ import numpy as np
 import pytest
 
 from reconbench.metrics import estimate_memorization
-from reconbench.metrics.testdata import digits, one_torch_thread
+from reconbench.metrics.testdata import digits
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread():
-    with one_torch_thread():
-        yield
+pytestmark = pytest.mark.usefixtures("single_torch_thread")
 
 
 @pytest.fixture(scope="module")

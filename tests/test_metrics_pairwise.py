@@ -12,13 +12,10 @@ from reconbench.metrics import score
 from reconbench.metrics.pairwise import Budget, naive_nearest_same_class, nearest_same_class
 from reconbench.metrics.pixel import MSEKernel, psnr_from_mse
 from reconbench.metrics.ssim import SSIMKernel, window_size
-from reconbench.metrics.testdata import digits, one_torch_thread, perturb, photo_patches
+from reconbench.metrics.testdata import digits, perturb, photo_patches
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread():
-    with one_torch_thread():
-        yield
+pytestmark = pytest.mark.usefixtures("single_torch_thread")
 
 
 

@@ -5,13 +5,9 @@ import numpy as np
 import pytest
 
 from reconbench.metrics.prdc import compute_prdc, prdc_results
-from reconbench.metrics.testdata import one_torch_thread
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread():
-    with one_torch_thread():
-        yield
+pytestmark = pytest.mark.usefixtures("single_torch_thread")
 
 
 def brute_force_prdc(real, fake, k):

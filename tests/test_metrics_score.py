@@ -6,16 +6,13 @@ import pytest
 import torch
 
 from reconbench.metrics import METRICS, MetricInfo, MetricResult, ScoreReport, score
-from reconbench.metrics.testdata import digits, one_torch_thread
+from reconbench.metrics.testdata import digits
 
 
 NAMES = ["mse", "psnr", "ssim", "lpips", "fid", "prdc_precision", "prdc_recall", "prdc_density", "prdc_coverage"]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread():
-    with one_torch_thread():
-        yield
+pytestmark = pytest.mark.usefixtures("single_torch_thread")
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import io
 import logging
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,6 +21,7 @@ import torch
 from PIL import Image
 
 from reconbench.metrics.ssim import SSIMKernel
+from reconbench.threads import one_torch_thread
 
 log = logging.getLogger(__name__)
 
@@ -180,18 +180,6 @@ class TargetSets:
         return None if split is None else (split.images, split.labels)
 
 
-@contextmanager
-def one_thread():
-    """Gallery tensors are tiny (k <= 16 images against one class): torch's intra-op threads only
-    add synchronisation, which costs ~2x on a busy 2-core runner. Restored afterwards."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def entry_gallery(entry_dir, payload, targets: TargetSets) -> Gallery | None:
     """The gallery of a validated entry, or None when its reconstruction file is not local."""
     from pathlib import Path
@@ -208,5 +196,5 @@ def entry_gallery(entry_dir, payload, targets: TargetSets) -> Gallery | None:
     except FileFormatError as exc:
         log.info("gallery: %s", exc)
         return None
-    with one_thread():
+    with one_torch_thread():  # k <= 16 images against one class: threads only add synchronisation
         return make_gallery(images, labels, targets.get(payload.track, payload.scenario.split("/")[0]))

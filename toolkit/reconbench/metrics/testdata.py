@@ -7,8 +7,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import lru_cache
 
 import numpy as np
@@ -53,17 +51,3 @@ def perturb(images: np.ndarray, noise: float, seed: int = 0) -> np.ndarray:
     """Reconstruction-like copies: additive Gaussian noise (std in 0..255 units), clipped."""
     rng = np.random.default_rng(seed)
     return np.clip(np.round(images + rng.normal(0.0, noise, images.shape)), 0, 255).astype(np.uint8)
-
-
-@contextmanager
-def one_torch_thread() -> Iterator[None]:
-    """Run torch single-threaded, then restore. The metric tests use many small tensor ops; on a
-    shared 2-core runner, torch's thread pool then costs more than it gains (measured 2-3x)."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)

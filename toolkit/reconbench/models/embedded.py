@@ -19,6 +19,7 @@ from reconbench.data.arrays import ArraySet
 from reconbench.data.digits import binary_digits_splits, digits_splits
 from reconbench.models.registry import build_model, save_model
 from reconbench.models.training import TrainConfig, accuracy, train_classifier
+from reconbench.threads import one_torch_thread
 
 # name -> (architecture, constructor kwargs, training config)
 EMBEDDED_TARGETS = {
@@ -94,15 +95,11 @@ def train_logistic_gd(model: nn.Module, data: ArraySet, config: LogisticGDConfig
     x = data.as_float().double()
     y = torch.from_numpy(data.labels)
     opt = torch.optim.SGD(model.parameters(), lr=config.lr)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # one thread: the same sums in the same order, so the same bytes on rebuild
-    try:
+    with one_torch_thread():  # the same sums in the same order, so the same bytes on rebuild
         for _ in range(config.steps):
             opt.zero_grad(set_to_none=True)
             nn.functional.cross_entropy(model(x), y).backward()
             opt.step()
-    finally:
-        torch.set_num_threads(threads)
     return model.float().eval()
 
 
