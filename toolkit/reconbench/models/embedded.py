@@ -29,30 +29,27 @@ EMBEDDED_TARGETS = {
 
 
 def build_embedded_targets(out_dir: Path) -> dict[str, dict]:
-    splits = digits_splits()
+    splits, binary = digits_splits(), binary_digits_splits()
     report = {}
     for name, (arch, kwargs, config) in EMBEDDED_TARGETS.items():
         model = train_classifier(build_model(arch, **kwargs), splits.target, config)
-        path = out_dir / f"{name}.safetensors"
-        save_model(model, path, metadata={"architecture": arch, "recipe": "python -m reconbench.models.embedded"})
-        report[name] = {
-            "architecture": arch,
-            "file": path.name,
-            "train_accuracy": round(accuracy(model, splits.target), 4),
-            "test_accuracy": round(accuracy(model, splits.test), 4),
-        }
+        report[name] = _save_target(out_dir, name, arch, model, splits)
     for name, (arch, kwargs, config) in LOGISTIC_GD_TARGETS.items():
-        binary = binary_digits_splits()
         model = train_logistic_gd(build_model(arch, **kwargs), binary.target, config)
-        path = out_dir / f"{name}.safetensors"
-        save_model(model, path, metadata={"architecture": arch, "recipe": "python -m reconbench.models.embedded"})
-        report[name] = {
-            "architecture": arch,
-            "file": path.name,
-            "train_accuracy": round(accuracy(model, binary.target), 4),
-            "test_accuracy": round(accuracy(model, binary.test), 4),
-        }
+        report[name] = _save_target(out_dir, name, arch, model, binary)
     return report
+
+
+def _save_target(out_dir: Path, name: str, arch: str, model: nn.Module, splits) -> dict:
+    """Write <name>.safetensors and return its line of the report (accuracies on its own splits)."""
+    path = out_dir / f"{name}.safetensors"
+    save_model(model, path, metadata={"architecture": arch, "recipe": "python -m reconbench.models.embedded"})
+    return {
+        "architecture": arch,
+        "file": path.name,
+        "train_accuracy": round(accuracy(model, splits.target), 4),
+        "test_accuracy": round(accuracy(model, splits.test), 4),
+    }
 
 
 @dataclass(frozen=True)
