@@ -50,6 +50,17 @@ def atomic_dir(path: Path) -> Iterator[Path]:
         raise
 
 
+def read_json(path: Path, *, missing: str, invalid: str) -> object:
+    """The parsed JSON of `path`; FileFormatError "<path>: <missing>" when there is no such file,
+    "<path>: <invalid> (<reason>)" when it cannot be read or parsed."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FileFormatError(f"{path}: {missing}") from None
+    except (OSError, json.JSONDecodeError) as exc:
+        raise FileFormatError(f"{path}: {invalid} ({exc})") from None
+
+
 def write_json(path: Path, obj: object) -> None:
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, allow_nan=False) + "\n", encoding="utf-8")

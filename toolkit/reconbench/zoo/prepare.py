@@ -29,7 +29,7 @@ import numpy as np
 
 from reconbench.data.arrays import ArraySet
 from reconbench.hub import sha256_file
-from reconbench.io import FileFormatError, atomic_dir, load_arrays, save_arrays
+from reconbench.io import FileFormatError, atomic_dir, load_arrays, read_json, save_arrays
 from reconbench.zoo import ZooError
 from reconbench.zoo.datasets import DatasetSpec, get_dataset
 
@@ -151,12 +151,8 @@ def prepare_dataset(name: str, out: Path, source: Path | None = None, *, command
 
 def read_manifest(data_dir: Path) -> dict:
     path = Path(data_dir) / MANIFEST
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FileFormatError(f"{path}: no manifest; run `recon-submit data prepare` first") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise FileFormatError(f"{path}: not a valid manifest ({exc})") from None
+    manifest = read_json(path, missing="no manifest; run `recon-submit data prepare` first",
+                         invalid="not a valid manifest")
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or not isinstance(manifest.get("splits"), dict):
         raise FileFormatError(f"{path}: not a {FORMAT} manifest")
     return manifest

@@ -10,16 +10,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from reconbench.io import FileFormatError, atomic_path
+from reconbench.io import FileFormatError, atomic_path, read_json
 
 
 def read_registry_file(path: Path) -> dict:
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FileFormatError(f"{path}: registry file not found") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise FileFormatError(f"{path}: not a valid registry file ({exc})") from None
+    data = read_json(path, missing="registry file not found", invalid="not a valid registry file")
     if not isinstance(data, dict) or not isinstance(data.get("tracks"), list):
         raise FileFormatError(f"{path}: a registry is {{\"schema_version\": 1, \"tracks\": [...]}}")
     return data

@@ -23,7 +23,7 @@ from torch import nn
 
 from reconbench.data.arrays import ArraySet
 from reconbench.hub import sha256_file
-from reconbench.io import FileFormatError, atomic_dir
+from reconbench.io import FileFormatError, atomic_dir, read_json
 from reconbench.models import build_model, save_model
 from reconbench.zoo import ZooError
 from reconbench.zoo.grid import TrackSpec, parse_track_id
@@ -221,12 +221,7 @@ def train_track(track_id: str, data_dir: Path, out_dir: Path, *, overrides: Over
 
 def read_config(model_dir: Path) -> dict:
     path = Path(model_dir) / CONFIG_FILE
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FileFormatError(f"{path}: not found; run `recon-submit targets train` first") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise FileFormatError(f"{path}: not valid JSON ({exc})") from None
+    config = read_json(path, missing="not found; run `recon-submit targets train` first", invalid="not valid JSON")
     if not isinstance(config, dict) or config.get("format") != FORMAT:
         raise FileFormatError(f"{path}: not a {FORMAT} config")
     return config
