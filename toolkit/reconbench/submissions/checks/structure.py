@@ -111,18 +111,29 @@ def _root_problems(root: Path) -> list[str]:
     return []
 
 
+def _folder_problems(folder: Path, kind: str, not_a_folder: str, pattern: re.Pattern, naming: str
+                     ) -> tuple[str, list[str], bool]:
+    """Where the folder is shown, the problems of the folder itself (a link, not a folder, hidden,
+    a badly formed name), and whether its contents may be listed (not for a link or a non-folder)."""
+    where = f"{show(folder.parent.name)}/{show(folder.name)}"
+    if os.path.islink(folder):
+        return where, [f"{where}: {kind} folder is a symbolic link (links are refused)"], False
+    if not os.path.isdir(folder):
+        return where, [f"{where}: {not_a_folder}"], False
+    if is_hidden(folder.name):
+        return where, [f"{where}: hidden folder"], True
+    if not pattern.fullmatch(folder.name):
+        return where, [f"{where}: {naming}"], True
+    return where, [], True
+
+
 def _team_problems(team_dir: Path) -> list[str]:
-    where = f"{show(team_dir.parent.name)}/{show(team_dir.name)}"
-    if os.path.islink(team_dir):
-        return [f"{where}: team folder is a symbolic link (links are refused)"]
-    if not os.path.isdir(team_dir):
-        return [f"{where}: not a folder (only team folders and README.md may sit in submissions/)"]
-    problems = []
-    if is_hidden(team_dir.name):
-        problems.append(f"{where}: hidden folder")
-    elif not TEAM_SLUG.fullmatch(team_dir.name):
-        problems.append(f"{where}: team folder names must match [a-z0-9-] (1-40 characters, no leading or "
-                        "trailing hyphen): ASCII only, so no homoglyph or bidi trick can imitate another team")
+    where, problems, listable = _folder_problems(
+        team_dir, "team", "not a folder (only team folders and README.md may sit in submissions/)", TEAM_SLUG,
+        "team folder names must match [a-z0-9-] (1-40 characters, no leading or trailing hyphen): ASCII only, "
+        "so no homoglyph or bidi trick can imitate another team")
+    if not listable:
+        return problems
     has_team_file = False
     for item in sorted(os.listdir(team_dir)):
         path = team_dir / item
@@ -139,16 +150,11 @@ def _team_problems(team_dir: Path) -> list[str]:
 
 
 def _entry_problems(entry_dir: Path) -> list[str]:
-    where = f"{show(entry_dir.parent.name)}/{show(entry_dir.name)}"
-    if os.path.islink(entry_dir):
-        return [f"{where}: entry folder is a symbolic link (links are refused)"]
-    if not os.path.isdir(entry_dir):
-        return [f"{where}: not a folder"]
-    problems = []
-    if is_hidden(entry_dir.name):
-        problems.append(f"{where}: hidden folder")
-    elif not ENTRY_ID.fullmatch(entry_dir.name):
-        problems.append(f"{where}: entry folder names are the entry_id: [a-z0-9][a-z0-9._-]{{0,79}}, ASCII only")
+    where, problems, listable = _folder_problems(
+        entry_dir, "entry", "not a folder", ENTRY_ID,
+        "entry folder names are the entry_id: [a-z0-9][a-z0-9._-]{0,79}, ASCII only")
+    if not listable:
+        return problems
     names = sorted(os.listdir(entry_dir))
     for item in names:
         problems += file_problems(entry_dir / item, ENTRY_FILES, where)
