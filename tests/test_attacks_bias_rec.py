@@ -4,10 +4,11 @@ import numpy as np
 import torch
 from scipy.optimize import nnls
 
+from attack_scoring import score_against_noise
+
 from reconbench.attacks import ATTACKS, Progress, enforce_size
 from reconbench.attacks.bias_rec import is_homogeneous, margins, with_modified_relu
 from reconbench.knowledge import build_knowledge
-from reconbench.metrics import score
 from reconbench.models import build_model
 from reconbench.models.training import accuracy
 from reconbench.scenario import Scenario
@@ -78,9 +79,7 @@ def test_bias_rec_on_the_binary_mlp_beats_noise():
     assert attack.config["lr"] == 0.0305 and attack.config["lambda_min"] == 0.447  # Haim et al.'s binary run
     assert sorted(rec.labels.tolist()) == [0] * 10 + [1] * 10
     target = load_splits(track).target
-    ours = score(rec.to_uint8().numpy(), rec.labels.numpy(), target.images, target.labels, lpips=False, fid=False)
-    noise = (torch.rand(rec.images.shape, generator=torch.Generator().manual_seed(0)) * 255).to(torch.uint8).numpy()
-    base = score(noise, rec.labels.numpy(), target.images, target.labels, lpips=False, fid=False)
+    ours, base = score_against_noise(rec, target)
     assert ours.metrics["mse"].value < 0.5 * base.metrics["mse"].value
     assert ours.metrics["ssim"].value > base.metrics["ssim"].value + 0.3
 

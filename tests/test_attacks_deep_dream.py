@@ -2,11 +2,12 @@
 
 import torch
 
+from attack_scoring import score_against_noise
+
 from reconbench.attacks import ATTACKS, Progress, enforce_size
 from reconbench.attacks import deep_inversion
 from reconbench.attacks.priors import total_variation
 from reconbench.knowledge import build_knowledge
-from reconbench.metrics import score
 from reconbench.scenario import Scenario
 from reconbench.tracks import get_track, load_splits
 
@@ -39,9 +40,7 @@ def test_deepdream_images_are_classified_as_intended_and_beat_noise():
     assert (k.query(rec.images).argmax(1) == rec.labels).float().mean() >= 0.9
     assert torch.bincount(rec.labels, minlength=10).tolist() == [20] * 10
     target = load_splits(get_track("digits")).target
-    ours = score(rec.to_uint8().numpy(), rec.labels.numpy(), target.images, target.labels, lpips=False, fid=False)
-    noise = (torch.rand(rec.images.shape, generator=torch.Generator().manual_seed(0)) * 255).to(torch.uint8).numpy()
-    base = score(noise, rec.labels.numpy(), target.images, target.labels, lpips=False, fid=False)
+    ours, base = score_against_noise(rec, target)
     assert ours.metrics["ssim"].value > base.metrics["ssim"].value + 0.05
     assert ours.metrics["mse"].value < base.metrics["mse"].value
 

@@ -2,10 +2,11 @@
 
 import torch
 
+from attack_scoring import score_against_noise
+
 from reconbench.attacks import ATTACKS, Progress, enforce_size
 from reconbench.attacks.inv_alignment import InversionDecoder, train_inversion, truncate_posteriors
 from reconbench.knowledge import build_knowledge
-from reconbench.metrics import score
 from reconbench.scenario import Scenario
 from reconbench.tracks import get_track, load_splits
 
@@ -54,9 +55,7 @@ def test_attack_decodes_aux_posteriors_class_balanced_and_scores_on_the_target_s
     assert k.query.queries == len(k.aux_data)
     assert torch.bincount(rec.labels, minlength=10).min() >= 40
     target = load_splits(get_track("digits")).target
-    ours = score(rec.to_uint8().numpy(), rec.labels.numpy(), target.images, target.labels, lpips=False, fid=False)
-    noise = (torch.rand(rec.images.shape, generator=torch.Generator().manual_seed(0)) * 255).to(torch.uint8).numpy()
-    base = score(noise, rec.labels.numpy(), target.images, target.labels, lpips=False, fid=False)
+    ours, base = score_against_noise(rec, target)
     assert ours.metrics["mse"].value < 0.5 * base.metrics["mse"].value
     assert ours.metrics["ssim"].value > base.metrics["ssim"].value + 0.2
 
