@@ -78,7 +78,7 @@ def clone_entries(template: Path, root: Path, count: int, keys_dir: Path, *, tea
         folder = root / slug / entry_id
         folder.mkdir(parents=True)
         save_arrays(folder / RECONSTRUCTIONS_FILE, {"images": imgs, "labels": labels})
-        from reconbench.hub import sha256_file
+        from reconbench.io import sha256_file
 
         p = json.loads(json.dumps(payload))
         p["entry_id"] = entry_id

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from huggingface_hub import constants
 
-from reconbench.hub import HubError, download_pinned, download_snapshot, publish_folder, sha256_file
+from reconbench.hub import HubError, download_pinned, download_snapshot, publish_folder
+from reconbench.io import sha256_file
 
 REPO = "reconbench/target"
 DATA = bytes(range(256)) * 64

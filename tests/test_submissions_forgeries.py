@@ -12,7 +12,7 @@ import pytest
 from safetensors.numpy import save_file
 
 from reconbench.data.digits import digits_splits
-from reconbench.hub import sha256_file
+from reconbench.io import sha256_file
 from reconbench.metrics import score
 from reconbench.submissions import validate_entries
 from submission_helpers import failure, fresh_board, status

@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 from hubserver import point_huggingface_hub_at
 from reconbench.cli import app
 from reconbench.evaluation import evaluate
-from reconbench.hub import HubError, sha256_file
+from reconbench.hub import HubError
+from reconbench.io import sha256_file
 from reconbench.knowledge import build_knowledge
 from reconbench.scenario import Scenario
 from reconbench.signing import generate_key

@@ -10,7 +10,7 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from reconbench.cli import app
-from reconbench.hub import sha256_file
+from reconbench.io import sha256_file
 from reconbench.io import FileFormatError, load_arrays
 from reconbench.zoo import ZooError
 from reconbench.zoo.datasets import DATASETS, DatasetSpec

@@ -18,7 +18,7 @@ import torch
 
 from reconbench import __version__
 from reconbench.attacks import DEFAULT_ATTACK, Attack, AttackError, Progress, enforce_size, load_attack
-from reconbench.hub import sha256_file
+from reconbench.io import sha256_file
 from reconbench.knowledge import build_knowledge, check_attack_fits
 from reconbench.metrics import score
 from reconbench.results import (

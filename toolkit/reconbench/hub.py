@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import glob
-import hashlib
 import os
 import re
 from pathlib import Path
@@ -30,7 +29,9 @@ from huggingface_hub.errors import (
     RevisionNotFoundError,
 )
 
-__all__ = ["HubError", "sha256_file", "download_pinned", "download_snapshot", "create_repo", "upload_folder",
+from reconbench.io import sha256_file
+
+__all__ = ["HubError", "download_pinned", "download_snapshot", "create_repo", "upload_folder",
            "publish_folder"]
 
 # Seconds to wait for the Hub to answer one request. We make a single, retry-free metadata call
@@ -42,15 +43,6 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 class HubError(Exception):
     """A Hub download or upload failed; the message names the repo, the file and the problem."""
-
-
-def sha256_file(path: str | Path, chunk_size: int = 1 << 20) -> str:
-    """Hex sha256 of a file, read in chunks (model files can be large)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(chunk_size):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 # ---------------------------------------------------------------- settings, read at call time

@@ -206,7 +206,7 @@ def write_result_dir(out: Path, result: ResultFile, images: np.ndarray, labels: 
 
 def verify_result_dir(folder: Path, trusted_keys: list[str] | None = None) -> ResultFile:
     """Signature valid and reconstruction file's sha256 as signed; raises ResultError otherwise."""
-    from reconbench.hub import sha256_file
+    from reconbench.io import sha256_file
 
     folder = Path(folder)
     result_path = folder / RESULT_FILE if folder.is_dir() else folder

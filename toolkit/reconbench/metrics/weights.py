@@ -16,7 +16,6 @@ files (they agree with the prefixes). They have not been re-derived here (no net
 
 from __future__ import annotations
 
-import hashlib
 import os
 import warnings
 from dataclasses import dataclass
@@ -24,6 +23,8 @@ from pathlib import Path
 
 import torch
 from safetensors.torch import load_file
+
+from reconbench.io import sha256_file
 
 
 @dataclass(frozen=True)
@@ -53,14 +54,6 @@ class LoadedWeights:
     state_dict: dict[str, torch.Tensor]
     path: Path
     sha256: str
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 22), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def hub_checkpoint_dir() -> Path:

@@ -14,7 +14,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from reconbench.hub import HubError, download_pinned, sha256_file
+from reconbench.hub import HubError, download_pinned
+from reconbench.io import sha256_file
 from reconbench.io import atomic_dir
 from reconbench.results import RECONSTRUCTIONS_FILE, RESULT_FILE, HubReference, ResultFile, Signature, verify_result_dir
 from reconbench.signing import default_key_path, key_id, load_private_key, public_key_b64, sign_payload

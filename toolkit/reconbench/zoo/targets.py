@@ -22,8 +22,7 @@ import torch
 from torch import nn
 
 from reconbench.data.arrays import ArraySet
-from reconbench.hub import sha256_file
-from reconbench.io import FileFormatError, atomic_dir, read_json
+from reconbench.io import FileFormatError, atomic_dir, read_json, sha256_file
 from reconbench.models import build_model, save_model
 from reconbench.zoo import ZooError
 from reconbench.zoo.grid import TrackSpec, parse_track_id

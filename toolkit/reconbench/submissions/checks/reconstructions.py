@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from reconbench.hub import HubError, download_pinned, sha256_file
+from reconbench.hub import HubError, download_pinned
+from reconbench.io import sha256_file
 from reconbench.io import FileFormatError, load_arrays
 from reconbench.results import RECONSTRUCTIONS_FILE
 from reconbench.submissions.checks.base import Check, CheckFailed, Context
