@@ -21,6 +21,7 @@ from reconbench.attacks import DEFAULT_ATTACK, Attack, AttackError, Progress, en
 from reconbench.io import sha256_file
 from reconbench.knowledge import build_knowledge, check_attack_fits
 from reconbench.metrics import score
+from reconbench.preflight import preflight
 from reconbench.results import (
     RECONSTRUCTIONS_FILE,
     AttackInfo,
@@ -101,7 +102,7 @@ def evaluate(
     attack_cls = load_attack(attack_spec)
     chosen = choose_scenario(track, attack_cls, scenario)
     key = load_private_key(key_path)  # fail before a long run, not after
-    torch_device = torch.device(device)
+    torch_device = preflight(device=device, out=out, weights_dir=weights_dir)
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     attack, rec, knowledge = run_attack(
