@@ -10,6 +10,7 @@ RFC 8785 canonical form of the payload (reconbench.signing).
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated, Literal
@@ -157,6 +158,7 @@ def write_study(folder: Path, payload: dict, key) -> Path:
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(signed, indent=2, sort_keys=True, allow_nan=False, ensure_ascii=False) + "\n",
                        encoding="utf-8")
+        os.chmod(tmp, 0o644)  # a public file (mkstemp creates 0600)
     return path
 
 
