@@ -13,7 +13,7 @@ from types import TracebackType
 
 # module -> error classes that mean "the user's input is wrong" (print the message, no traceback).
 USER_ERROR_CLASSES: dict[str, tuple[str, ...]] = {
-    "reconbench.attacks.base": ("AttackError",),
+    "reconbench.attacks.errors": ("AttackError",),
     "reconbench.hub": ("HubError",),
     "reconbench.io": ("FileFormatError",),
     "reconbench.knowledge": ("KnowledgeError",),

@@ -14,6 +14,7 @@ from reconbench.attacks.deep_inversion import DeepInversion
 from reconbench.attacks.deep_leakage import DeepLeakage
 from reconbench.attacks.inv_alignment import InvAlignment
 from reconbench.attacks.mi_face import MIFace
+from reconbench.attacks.options import AttackOptions, check_declaration
 from reconbench.attacks.updates_leak import UpdatesLeak
 
 ATTACKS: dict[str, type[Attack]] = {
@@ -25,7 +26,9 @@ DEFAULT_ATTACK = "deepinversion"
 def load_attack(spec: str | type[Attack]) -> type[Attack]:
     """A registered name, `path/to/file.py:ClassName`, or an Attack subclass itself (a notebook's)."""
     if isinstance(spec, type):
-        return check_attack_class(spec, f"class {spec.__module__}.{spec.__qualname__}")
+        cls = check_attack_class(spec, f"class {spec.__module__}.{spec.__qualname__}")
+        check_declaration(cls)
+        return cls
     if spec in ATTACKS:
         return ATTACKS[spec]
     if ":" not in spec or not spec.split(":", 1)[0].endswith(".py"):
@@ -46,7 +49,9 @@ def load_attack(spec: str | type[Attack]) -> type[Attack]:
         raise AttackError(f"{path}: importing it failed: {type(exc).__name__}: {exc}") from None
     if not hasattr(module, class_name):
         raise AttackError(f"{path}: defines no class '{class_name}'")
-    return check_attack_class(getattr(module, class_name), f"{path}:{class_name}")
+    cls = check_attack_class(getattr(module, class_name), f"{path}:{class_name}")
+    check_declaration(cls)  # options and presets usable, before any run
+    return cls
 
 
-__all__ = ["ATTACKS", "DEFAULT_ATTACK", "Attack", "AttackError", "Progress", "Reconstruction", "enforce_size", "load_attack"]
+__all__ = ["ATTACKS", "DEFAULT_ATTACK", "Attack", "AttackError", "AttackOptions", "Progress", "Reconstruction", "enforce_size", "load_attack"]
