@@ -48,3 +48,10 @@ def single_torch_thread():
 
     with one_torch_thread():
         yield
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    """pytest-playwright launches Debian's Chromium (no browser download; .ci/run installs it)."""
+    return {**browser_type_launch_args, "executable_path": "/usr/bin/chromium",
+            "args": ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]}

@@ -22,7 +22,8 @@ from reconbench.results import RECONSTRUCTIONS_FILE, RESULT_FILE, ResultFile, Si
 from reconbench.signing import generate_key, load_private_key, sign_payload
 from reconbench.submissions.submit import submit_result
 
-NO_WEIGHTS = Path("/nonexistent-reconbench-weights")  # FID/LPIPS: "not computed", fast and offline
+# An empty folder: FID/LPIPS "not computed", fast and offline (a missing --weights-dir is an error)
+NO_WEIGHTS = Path(__import__("tempfile").mkdtemp(prefix="reconbench-no-weights-"))
 
 
 def make_key(folder: Path, name: str = "key") -> Path:

@@ -15,7 +15,8 @@ from reconbench.evaluation import evaluate, run_attack
 from reconbench.knowledge import KnowledgeError, QueryBudgetExceeded, QueryFunction, build_knowledge, check_attack_fits
 from reconbench.scenario import Scenario
 from reconbench.signing import generate_key
-from reconbench.tracks import get_track, load_splits
+from reconbench.tracks import get_track
+from reconbench.track_files import load_splits
 
 DYNAMIC_WHITE = Scenario.parse("dynamic/white-box/none")
 DYNAMIC_BLACK = Scenario.parse("dynamic/black-box/same")

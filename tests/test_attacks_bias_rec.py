@@ -12,7 +12,8 @@ from reconbench.knowledge import build_knowledge
 from reconbench.models import build_model
 from reconbench.models.training import accuracy
 from reconbench.scenario import Scenario
-from reconbench.tracks import get_track, load_splits, load_target_model
+from reconbench.tracks import get_track
+from reconbench.track_files import load_splits, load_target_model
 
 WHITE_BOX = Scenario.parse("static/white-box/none")
 

@@ -8,7 +8,8 @@ from attack_scoring import score_against_noise
 from reconbench.attacks import ATTACKS, AttackError, Progress, Reconstruction, enforce_size, load_attack
 from reconbench.knowledge import build_knowledge
 from reconbench.scenario import Scenario
-from reconbench.tracks import get_track, load_splits
+from reconbench.tracks import get_track
+from reconbench.track_files import load_splits
 
 
 def test_size_rule_replicates_fewer_reconstructions():

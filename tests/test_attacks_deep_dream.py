@@ -9,7 +9,8 @@ from reconbench.attacks import deep_inversion
 from reconbench.attacks.priors import total_variation
 from reconbench.knowledge import build_knowledge
 from reconbench.scenario import Scenario
-from reconbench.tracks import get_track, load_splits
+from reconbench.tracks import get_track
+from reconbench.track_files import load_splits
 
 
 def _dream(n=None, **config):

@@ -11,7 +11,8 @@ from reconbench.knowledge import build_knowledge
 from reconbench.metrics import score
 from reconbench.models import build_model
 from reconbench.scenario import Scenario
-from reconbench.tracks import get_track, load_splits
+from reconbench.tracks import get_track
+from reconbench.track_files import load_splits
 
 SCENARIO = Scenario.parse("dynamic/white-box/none")
 

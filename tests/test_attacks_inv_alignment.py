@@ -8,7 +8,8 @@ from reconbench.attacks import ATTACKS, Progress, enforce_size
 from reconbench.attacks.inv_alignment import InversionDecoder, train_inversion, truncate_posteriors
 from reconbench.knowledge import build_knowledge
 from reconbench.scenario import Scenario
-from reconbench.tracks import get_track, load_splits
+from reconbench.tracks import get_track
+from reconbench.track_files import load_splits
 
 SCENARIO = Scenario.parse("static/black-box/same")
 

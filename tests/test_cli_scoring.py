@@ -7,7 +7,8 @@ from typer.testing import CliRunner
 
 from reconbench.cli import app
 from reconbench.io import save_arrays
-from reconbench.tracks import get_track, load_splits
+from reconbench.tracks import get_track
+from reconbench.track_files import load_splits
 
 runner = CliRunner()
 

@@ -34,7 +34,7 @@ def test_black_box_view_refuses_parameters(track):
 
 
 def test_aux_data_is_disjoint_from_the_target_set(track):
-    from reconbench.tracks import load_splits
+    from reconbench.track_files import load_splits
 
     k = build_knowledge(track, Scenario.parse("static/black-box/same"))
     target = load_splits(track).target

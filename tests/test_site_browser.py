@@ -1,9 +1,14 @@
-"""The built leaderboard site in a real browser (headless Debian chromium over CDP).
+"""The built leaderboard site in a real browser: Playwright driving Debian's headless Chromium.
 
 Builds the site from three real MI-Face entries with `mkdocs build --strict`, serves it on
 127.0.0.1 and checks what a reader sees: the Plotly chart drew points, a click on a column header
-re-orders the board (better values first, then reversed), the taxonomy filter hides rows, and all
-of it still works after material's instant navigation. A screenshot goes to test-output/.
+re-orders the board (better values first, then reversed), the taxonomy filter hides rows, all of
+it still works after material's instant navigation; on a 390 px phone the metrics are on screen
+and nothing scrolls the page sideways; in dark mode the page and the charts are dark, and the
+palette toggle recolours them. Screenshots go to test-output/.
+
+Playwright launches /usr/bin/chromium (tests/conftest.py: browser_type_launch_args), so no browser
+is downloaded; .ci/run installs the Debian package.
 """
 
 from __future__ import annotations
@@ -14,16 +19,16 @@ import threading
 
 import pytest
 
-from cdp import Browser, chromium_available
 from site_entries import REPO, build_site, evaluate_entry, make_key, submit_entry
 
+CHROMIUM = "/usr/bin/chromium"
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not chromium_available(), reason="needs Debian's chromium at /usr/bin/chromium "
-                                                        "(apt-get install -y chromium)"),
+    pytest.mark.skipif(not __import__("os").path.exists(CHROMIUM),
+                       reason="needs Debian's chromium at /usr/bin/chromium (apt-get install -y chromium)"),
 ]
 
-SCREENSHOT = REPO / "test-output" / "site-leaderboard.png"
+OUTPUT = REPO / "test-output"
 BOARD = "#board-digits"
 
 
@@ -63,92 +68,86 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 
 @pytest.fixture
-def browser(tmp_path):
-    with Browser(tmp_path / "chromium-profile") as b:
-        yield b
+def desktop(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    yield context.new_page()
+    context.close()
 
 
-def column_values(b: Browser, header: str) -> list[float]:
+def column_values(page, header: str) -> list[float]:
     """The data-value of one column, in the order the rows are shown."""
-    return b.eval(f"""(() => {{
-        const t = document.querySelector('{BOARD}');
-        const i = [...t.tHead.rows[0].cells].findIndex(th => th.textContent.trim().startsWith('{header}'));
+    return page.evaluate("""([board, header]) => {
+        const t = document.querySelector(board);
+        const i = [...t.tHead.rows[0].cells].findIndex(th => th.textContent.trim().startsWith(header));
         return [...t.tBodies[0].rows].filter(r => !r.hidden).map(r => parseFloat(r.cells[i].dataset.value));
-    }})()""")
+    }""", [BOARD, header])
 
 
-def header_selector(b: Browser, header: str) -> str:
-    index = b.eval(f"""[...document.querySelector('{BOARD}').tHead.rows[0].cells]
-        .findIndex(th => th.textContent.trim().startsWith('{header}'))""")
+def header_selector(page, header: str) -> str:
+    index = page.evaluate("""([board, header]) => [...document.querySelector(board).tHead.rows[0].cells]
+        .findIndex(th => th.textContent.trim().startsWith(header))""", [BOARD, header])
     assert index >= 0, f"no {header} column"
     return f"{BOARD} thead th:nth-child({index + 1})"
 
 
-def check_board(b: Browser) -> None:
-    # Plotly drew the quality-vs-diversity and memorization charts as SVG with data points
-    points = b.wait_for("document.querySelectorAll('.rb-chart .scatterlayer .point').length")
-    assert points >= 3
-    assert b.eval("document.querySelectorAll('.rb-chart .main-svg').length") >= 2
+def set_filter(page, value: str) -> int:
+    page.select_option('[data-rb-filter-for="board-digits"] select[data-axis="data"]', value)
+    return page.locator(f"{BOARD} tbody tr:not([hidden])").count()
 
-    initial = column_values(b, "SSIM")
+
+def check_board(page) -> None:
+    # Plotly drew the quality-vs-diversity and memorization charts as SVG with data points
+    page.wait_for_function("document.querySelectorAll('.rb-chart .scatterlayer .point').length >= 3")
+    assert page.locator(".rb-chart .main-svg").count() >= 2
+
+    initial = column_values(page, "SSIM")
     assert len(initial) == 3 and len(set(initial)) == 3, initial
     assert initial == sorted(initial, reverse=True), "the board starts best first (SSIM, higher is better)"
-    assert b.eval(f"document.querySelector('{header_selector(b, 'SSIM')}').dataset.better") == "higher"
+    ssim = header_selector(page, "SSIM")
+    assert page.get_attribute(ssim, "data-better") == "higher"
 
-    ssim = header_selector(b, "SSIM")
-    b.click(ssim)  # first click: better values first
-    assert b.eval(f"document.querySelector('{ssim}').getAttribute('aria-sort')") == "descending"
-    assert column_values(b, "SSIM") == sorted(initial, reverse=True)
-    b.click(ssim)  # second click: reversed
-    assert b.eval(f"document.querySelector('{ssim}').getAttribute('aria-sort')") == "ascending"
-    after = column_values(b, "SSIM")
+    page.click(ssim)  # first click: better values first
+    assert page.get_attribute(ssim, "aria-sort") == "descending"
+    assert column_values(page, "SSIM") == sorted(initial, reverse=True)
+    page.click(ssim)  # second click: reversed
+    assert page.get_attribute(ssim, "aria-sort") == "ascending"
+    after = column_values(page, "SSIM")
     assert after == sorted(initial) and after != initial
 
-    mse = header_selector(b, "MSE")
-    b.click(mse)  # MSE: lower is better, so the first click sorts ascending
-    assert b.eval(f"document.querySelector('{mse}').getAttribute('aria-sort')") == "ascending"
-    values = column_values(b, "MSE")
+    mse = header_selector(page, "MSE")
+    page.click(mse)  # MSE: lower is better, so the first click sorts ascending
+    assert page.get_attribute(mse, "aria-sort") == "ascending"
+    values = column_values(page, "MSE")
     assert values == sorted(values)
 
     # the taxonomy filter: one entry has same-distribution data access
-    shown = b.eval(f"""(() => {{
-        const s = document.querySelector('[data-rb-filter-for="board-digits"] select[data-axis="data"]');
-        s.value = 'same'; s.dispatchEvent(new Event('change'));
-        return [...document.querySelector('{BOARD}').tBodies[0].rows].filter(r => !r.hidden).length;
-    }})()""")
-    assert shown == 1
-    shown = b.eval(f"""(() => {{
-        const s = document.querySelector('[data-rb-filter-for="board-digits"] select[data-axis="data"]');
-        s.value = ''; s.dispatchEvent(new Event('change'));
-        return [...document.querySelector('{BOARD}').tBodies[0].rows].filter(r => !r.hidden).length;
-    }})()""")
-    assert shown == 3
+    assert set_filter(page, "same") == 1
+    assert set_filter(page, "") == 3
 
 
-def test_leaderboard_page_draws_sorts_and_filters(site, browser):
-    browser.send("Emulation.setDeviceMetricsOverride", width=1400, height=1000, deviceScaleFactor=1, mobile=False)
-    browser.navigate(f"{site}/leaderboards/digits/")
-    assert "Leaderboard: digits" in browser.eval("document.querySelector('h1').textContent")
-    check_board(browser)
-    # restore the default view for the screenshot: best first
-    browser.click(header_selector(browser, "#"))
-    browser.eval("window.scrollTo(0, 0)")
-    path = browser.screenshot(SCREENSHOT)
+def test_leaderboard_page_draws_sorts_and_filters(site, desktop):
+    desktop.goto(f"{site}/leaderboards/digits/")
+    assert "Leaderboard: digits" in desktop.text_content("h1")
+    check_board(desktop)
+    desktop.click(header_selector(desktop, "#"))  # back to the default view for the screenshot: best first
+    desktop.evaluate("window.scrollTo(0, 0)")
+    desktop.wait_for_timeout(500)  # let material's header transitions settle
+    path = OUTPUT / "site-leaderboard.png"
+    desktop.screenshot(path=str(path), full_page=True)
     assert path.stat().st_size > 20_000
 
 
-def test_sort_and_charts_survive_instant_navigation(site, browser):
-    browser.navigate(f"{site}/")
-    browser.wait_for("typeof window.document$ !== 'undefined'")
-    browser.eval("window.__rbNoReload = 1")
+def test_sort_and_charts_survive_instant_navigation(site, desktop):
+    desktop.goto(f"{site}/")
+    desktop.wait_for_function("typeof window.document$ !== 'undefined'")
+    desktop.evaluate("window.__rbNoReload = 1")
     # the Leaderboards tab goes to the combined board; from there, the digits board
-    browser.click("a.md-tabs__link[href*='leaderboards']")
-    browser.wait_for("location.pathname.endsWith('/leaderboards/')")
-    browser.wait_for("document.querySelector(\".rb-track-list a[href$='digits/']\") !== null")
-    browser.click(".rb-track-list a[href$='digits/']")
-    browser.wait_for("location.pathname.endsWith('/leaderboards/digits/') && !!document.querySelector('#board-digits')")
-    assert browser.eval("window.__rbNoReload") == 1, "navigation reloaded the page: instant navigation is off"
-    check_board(browser)
+    desktop.click("a.md-tabs__link[href*='leaderboards']")
+    desktop.wait_for_function("location.pathname.endsWith('/leaderboards/')")
+    desktop.click(".rb-track-list a[href$='digits/']")
+    desktop.wait_for_function("location.pathname.endsWith('/leaderboards/digits/') && !!document.querySelector('#board-digits')")
+    assert desktop.evaluate("window.__rbNoReload") == 1, "navigation reloaded the page: instant navigation is off"
+    check_board(desktop)
 
 
 def test_plotly_is_bundled_not_fetched(site):
@@ -161,3 +160,63 @@ def test_plotly_is_bundled_not_fetched(site):
     assert "cdn.plot.ly" not in page and "fonts.googleapis" not in page
     with urllib.request.urlopen(f"{site}/assets/javascripts/plotly.min.js") as r:
         assert r.status == 200 and len(r.read()) > 1_000_000
+
+
+def test_readable_on_a_390_px_phone(site, browser):
+    context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True,
+                                  has_touch=True)
+    page = context.new_page()
+    try:
+        page.goto(f"{site}/leaderboards/digits/")
+        page.wait_for_function("document.querySelectorAll('.rb-chart .scatterlayer .point').length >= 3")
+        # the page itself never scrolls sideways (wide tables scroll inside their own box)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        # rank, attack and the SoK metrics are on screen without scrolling
+        for header in ("#", "Attack", "SSIM", "PSNR"):
+            box = page.locator(header_selector(page, header)).bounding_box()
+            assert box and box["x"] >= 0 and box["x"] + box["width"] <= 390, (header, box)
+        # charts fit the screen, show no toolbar over their title, and keep the legend inside the figure
+        charts = page.evaluate("""[...document.querySelectorAll('.rb-plot')].map(p => {
+            const svg = p.querySelector('.main-svg').getBoundingClientRect();
+            const legend = p.querySelector('.legend');
+            const l = legend ? legend.getBoundingClientRect() : null;
+            return {width: svg.width, right: svg.right, modebar: p.querySelectorAll('.modebar-container .modebar-btn').length,
+                    legendInside: !l || (l.left >= svg.left - 1 && l.right <= svg.right + 1 && l.bottom <= svg.bottom + 1)};
+        })""")
+        assert charts and all(c["right"] <= 391 and c["modebar"] == 0 and c["legendInside"] for c in charts), charts
+        page.screenshot(path=str(OUTPUT / "site-phone-390-board.png"), full_page=True)
+        # the home page's tables never break a word in the middle
+        page.goto(f"{site}/")
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        broken = page.evaluate("""[...document.querySelectorAll('.md-typeset table td, .md-typeset table th')].filter(c => {
+            const s = getComputedStyle(c); return s.wordBreak === 'break-all' || s.overflowWrap === 'anywhere';
+        }).length""")
+        assert broken == 0
+        page.screenshot(path=str(OUTPUT / "site-phone-390-home.png"), full_page=True)
+    finally:
+        context.close()
+
+
+def _luminance(css_color: str) -> float:
+    r, g, b = [int(float(v)) for v in css_color[css_color.index("(") + 1:css_color.index(")")].split(",")[:3]]
+    return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255
+
+
+def test_dark_mode_follows_the_system_and_the_toggle_recolours_charts(site, browser):
+    context = browser.new_context(viewport={"width": 1200, "height": 900}, color_scheme="dark")
+    page = context.new_page()
+    try:
+        page.goto(f"{site}/leaderboards/digits/")
+        page.wait_for_function("document.querySelectorAll('.rb-chart .scatterlayer .point').length >= 3")
+        assert page.get_attribute("body", "data-md-color-scheme") == "slate"  # followed prefers-color-scheme
+        background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+        title = "getComputedStyle(document.querySelector('.rb-plot .gtitle')).fill"
+        assert _luminance(background) < 0.3 and _luminance(page.evaluate(title)) > 0.6
+        page.screenshot(path=str(OUTPUT / "site-dark.png"), full_page=False)
+        page.click("[data-md-component='palette'] label:not([hidden])")  # the header's toggle
+        page.wait_for_function("document.body.getAttribute('data-md-color-scheme') === 'default'")
+        page.wait_for_function(f"(() => {{ const c = {title}; const v = c.match(/\\d+/g).map(Number);"
+                               " return (0.2126 * v[0] + 0.7152 * v[1] + 0.0722 * v[2]) / 255 < 0.4; })()")
+        assert _luminance(page.evaluate("getComputedStyle(document.body).backgroundColor")) > 0.7
+    finally:
+        context.close()

@@ -56,7 +56,7 @@ def board(tmp_path_factory):
     subs = work / "submissions"
     key = make_key(work)
     run = evaluate_entry(work, key, seed=0, iterations=20)
-    good = submit_entry(run, subs, "honest", key, name="Honest Lab")
+    good = submit_entry(run, subs, "honest", key, name="Honest Lab", readme="# Method\n\nOur notes on the method.\n")
     bad_key = make_key(work, "mallory")
     # MI-Face starts from x0 = 0, so its output ignores the seed: a different iteration count keeps
     # the two reconstructions (and so the two entry ids) distinct even when both runs end in one second.
@@ -85,6 +85,36 @@ def test_entries_ranked_and_failed(board):
     entries = {e["entry_id"]: e for e in json.loads(read(out, "downloads/leaderboard.json"))["entries"]}
     assert entries[good.name]["trust"] == "re-scored" and entries[bad.name]["trust"] == "failed"
     assert entries[bad.name]["ssim"] is None  # no claimed number of a failed entry is published as a result
+
+
+def test_planned_tracks_share_one_page_and_boards_are_per_track(board):
+    """Issue 15 item 12: unpublished tracks without entries are one "planned tracks" page (with the
+    matrix), not 69 empty boards; "All tracks" shows one board per track; an entry's README comes
+    right after its metrics, before the validation report."""
+    from reconbench.tracks import all_tracks
+
+    out, good, _, _ = board
+    planned = [t for t in all_tracks() if t.status == "unpublished"]
+    assert planned
+    page = read(out, "leaderboards/planned/index.html")
+    assert f"{len(planned)} tracks of the SoK's grid are planned" in page
+    for t in planned:
+        assert f"<code>{t.id}</code>" in page
+        assert not (out / "leaderboards" / t.id).exists()  # no empty board of its own
+    nav = read(out, "leaderboards/digits/index.html")
+    assert "Planned tracks" in nav and planned[0].id not in nav  # the nav lists the planned page, not each track
+    combined = read(out, "leaderboards/index.html")
+    assert 'id="board-all-digits"' in combined and 'id="board-all"' not in combined
+    entry = read(out, f"entries/honest/{good.name}/index.html")
+    assert entry.index('id="metrics"') < entry.index("Our notes on the method.") < entry.index('id="validation-report"')
+
+
+def test_board_puts_metrics_right_after_the_attack(board):
+    out, *_ = board
+    digits = read(out, "leaderboards/digits/index.html")
+    head = digits[digits.index('id="board-digits"'):]
+    head = head[:head.index("</thead>")]
+    assert head.index("Attack") < head.index("SSIM") < head.index("PSNR") < head.index("Taxonomy cell") < head.index("Trust")
 
 
 def test_ssim_convention_beside_every_ssim_header(board):

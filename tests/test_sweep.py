@@ -13,7 +13,8 @@ from reconbench.results import verify_result_dir
 from reconbench.sweep import GridError, load_grid, run_sweep
 from reconbench.sweep.run import RESULTS, SUMMARY
 
-NO_WEIGHTS = "/nonexistent-reconbench-weights"  # FID/LPIPS "not computed": fast and offline
+# An empty folder: FID/LPIPS "not computed", fast and offline (a missing --weights-dir is an error)
+NO_WEIGHTS = __import__("tempfile").mkdtemp(prefix="reconbench-no-weights-")
 
 # A user's attack that fails (or, once fixed, works): bring-your-own `file.py:Class`.
 FLAKY = '''

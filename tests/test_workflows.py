@@ -1,5 +1,5 @@
 """The GitHub workflows pass the two offline checks (zizmor, the workflow JSON Schema), and keep
-the trust rules of DESIGN.md: no pull_request_target, actions pinned by commit, least permissions."""
+the trust rules of docs/architecture.md: no pull_request_target, actions pinned by commit, least permissions."""
 
 from __future__ import annotations
 

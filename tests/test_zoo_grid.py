@@ -52,7 +52,7 @@ def test_grid_entries_are_listed_and_refuse_to_run_until_published():
     assert get_track("celeba-vgg16-n1000-bottleneck128").arch_kwargs["bottleneck"] == 128
     with pytest.raises(TrackError, match="not published yet"):
         track.require_runnable()
-    res = runner.invoke(app, ["tracks"], env={"COLUMNS": "250"})
+    res = runner.invoke(app, ["tracks", "--all"], env={"COLUMNS": "250"})
     assert res.exit_code == 0
     assert "cifar10-vgg16-n1000" in res.output and "unpublished" in res.output and "embedded" in res.output
     res = runner.invoke(app, ["evaluate", "--track", "cifar10-vgg16-n1000", "--attack", "mi-face"])

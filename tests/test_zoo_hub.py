@@ -19,7 +19,8 @@ from reconbench.io import sha256_file
 from reconbench.knowledge import build_knowledge
 from reconbench.scenario import Scenario
 from reconbench.signing import generate_key
-from reconbench.tracks import REGISTRY_ENV, TrackError, get_track, load_splits, model_file
+from reconbench.tracks import REGISTRY_ENV, TrackError, get_track
+from reconbench.track_files import load_splits, model_file
 from reconbench.zoo import ZooError
 from reconbench.zoo.prepare import prepare_dataset
 from reconbench.zoo.publish import publish_track

@@ -16,7 +16,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from reconbench import __version__
+from reconbench._version import __version__
 from reconbench.console import CliGroup, console, escape, fail, rich_task
 
 app = typer.Typer(
@@ -54,7 +54,11 @@ def parse_overrides(items: list[str]) -> dict:
 
 def evaluate_command(track: str, attack: str, scenario: str | None, seed: int, device: str, overrides: list[str],
                      budget: str = "default") -> str:
-    """The command line that reproduces a run (paths and keys left out: they are the runner's)."""
+    """The command line that reproduces a run. Local paths and keys are left out: they are the
+    runner's (an attack file is recorded by its name, `myattack.py:MyAttack`, not its folder)."""
+    if ":" in attack and attack.split(":", 1)[0].endswith(".py"):
+        file, cls = attack.rsplit(":", 1)
+        attack = f"{Path(file).name}:{cls}"
     args = ["recon-submit", "evaluate", "--track", track, "--attack", attack, "--seed", str(seed), "--device", device]
     if budget != "default":
         args += ["--budget", budget]
@@ -68,31 +72,33 @@ def evaluate_command(track: str, attack: str, scenario: str | None, seed: int, d
 @app.command()
 def evaluate(
     track: str = typer.Option("digits", help="track id (see `recon-submit tracks`)"),
-    attack: str = typer.Option("deepinversion", help="attack name, or path/to/file.py:ClassName"),
-    scenario: Optional[str] = typer.Option(None, help="training/access/data, e.g. static/white-box/none"),
-    seed: int = typer.Option(0),
-    device: str = typer.Option("cpu", help="cpu, cuda, cuda:1, ..."),
-    out: Optional[Path] = typer.Option(None, help="output folder (default ./recon-results/<entry-id>/)"),
-    key: Optional[Path] = typer.Option(None, help="ed25519 private key (default: created on first use)"),
-    set_: list[str] = typer.Option([], "--set", help="attack option override, key=value (repeatable; applied on top of --budget; `recon-submit attacks NAME` lists the options)"),
+    attack: str = typer.Option("deepinversion", help="attack name (see `recon-submit attacks`), or path/to/file.py:ClassName"),
+    scenario: Optional[str] = typer.Option(None, help="training/access/data, e.g. static/white-box/none; default: the first of the attack's scenarios that the track offers"),
+    seed: int = typer.Option(0, help="seed of every random choice of the attack (recorded in the result)"),
+    device: str = typer.Option("cpu", help="cpu, cuda, cuda:1, mps (checked before the run)"),
+    out: Optional[Path] = typer.Option(None, help="output folder, must not exist (default ./recon-results/<entry-id>/)"),
+    key: Optional[Path] = typer.Option(None, help="ed25519 private key (default: keygen's, created on first use)"),
+    set_: list[str] = typer.Option([], "--set", help="attack option, key=value (repeatable; applied on top of --budget; `recon-submit attacks NAME` lists the options, types and defaults)"),
     budget: str = typer.Option("default", help="budget preset: quick (a minute on digits), default, paper (the paper's full budget)"),
     weights_dir: Optional[Path] = typer.Option(None, help="folder with Inception/AlexNet weights for FID/LPIPS"),
     quiet: bool = typer.Option(False, help="no progress bar"),
 ) -> None:
-    """Run an attack on a track, score it, and write a signed result folder."""
+    """Run an attack on a track, score it, and write a signed result folder.
+
+    Example: recon-submit evaluate --track digits --attack mi-face --budget quick --out runs/mi-face
+    """
+    from reconbench.api import evaluate as run
     from reconbench.attacks import Progress
-    from reconbench.evaluation import evaluate as run
     from reconbench.signing import default_key_path, generate_key
 
-    key_path = key or default_key_path()
-    if key is None and not key_path.exists():
-        generate_key(key_path)
-        console.print(f"Created a signing key: [bold]{escape(key_path)}[/] (public key: {escape(key_path)}.pub)")
+    if key is None and not default_key_path().exists():
+        generate_key(default_key_path())
+        console.print(f"Created a signing key: [bold]{escape(default_key_path())}[/] (public key: {escape(default_key_path())}.pub)")
     output = run(
-        track_id=track, attack_spec=attack, scenario=scenario, seed=seed, device=device, out=out,
-        key_path=key_path, config=parse_overrides(set_), progress=Progress(None if quiet else rich_task),
-        command=evaluate_command(track, attack, scenario, seed, device, set_, budget), weights_dir=weights_dir,
-        budget=budget,
+        attack, track, scenario=scenario, seed=seed, device=device, out=out, key=key,
+        options=parse_overrides(set_), budget=budget, weights_dir=weights_dir,
+        progress=Progress(None if quiet else rich_task),
+        command=evaluate_command(track, attack, scenario, seed, device, set_, budget),
     )
     payload = output.result.payload
     table = Table(title=escape(f"{payload.attack.name} on {payload.track} ({payload.scenario})"))
@@ -112,19 +118,49 @@ def evaluate(
 
 @app.command()
 def keygen(path: Optional[Path] = typer.Argument(None, help="private key file (default ~/.config/reconbench/keys/ed25519.pem)")) -> None:
-    """Create an ed25519 signing key (private file mode 0600; never overwrites)."""
+    """Create an ed25519 signing key (private file mode 0600). An existing key is never overwritten:
+    its public key is printed instead.
+
+    Example: recon-submit keygen            (then: recon-submit pubkey)
+    """
     from reconbench.signing import default_key_path, generate_key, key_id
 
-    written, public = generate_key(path or default_key_path())
+    target = path or default_key_path()
+    if target.exists():
+        pubkey(target)
+        console.print("(it exists already and was left as it is; keygen never overwrites a key)", highlight=False)
+        return
+    written, public = generate_key(target)
     console.print(f"private key: {escape(written)} (mode 0600, keep it secret)")
     console.print(f"public key:  ed25519 {public}  (key id {key_id(public)})")
 
 
 @app.command()
+def pubkey(path: Optional[Path] = typer.Argument(None, help="private key file (default: keygen's)")) -> None:
+    """Print the public part of your signing key (what team.toml lists).
+
+    Example: recon-submit pubkey
+    """
+    from reconbench.signing import default_key_path, key_id, load_private_key, public_key_b64
+
+    target = path or default_key_path()
+    public = public_key_b64(load_private_key(target).public_key())
+    console.print(f"key:         {escape(target)}")
+    console.print(f"public key:  ed25519 {public}  (key id {key_id(public)})")
+
+
+@app.command()
 def verify(result: Path = typer.Argument(..., help="result folder or its result.json")) -> None:
-    """Check a result's signature and its reconstruction file's hash."""
+    """Check a result's signature and its reconstruction file's hash.
+
+    Example: recon-submit verify recon-results/ENTRY
+    """
+    from reconbench.errors import UserError
     from reconbench.results import verify_result_dir
 
+    if result.suffix == ".safetensors":
+        raise UserError(f"{result}: pass the result folder (or its result.json), not the reconstructions file: "
+                        f"recon-submit verify {result.parent}")
     parsed = verify_result_dir(result)
     console.print(f"OK: {escape(parsed.payload.entry_id)} signed by key {parsed.signature.key_id}; reconstructions match their sha256")
 
@@ -132,21 +168,15 @@ def verify(result: Path = typer.Argument(..., help="result folder or its result.
 @app.command()
 def tracks(
     status: Optional[str] = typer.Option(None, help="only tracks of this status: embedded, published, unpublished"),
+    all_: bool = typer.Option(False, "--all", help="also the planned (unpublished) tracks of the SoK grid"),
 ) -> None:
-    """List the tracks of the registry (the SoK's grid included) with their status and scenarios."""
-    from reconbench.tracks import all_tracks
+    """List the tracks you can run (embedded and published); --all adds the planned ones.
 
-    table = Table(title="tracks")
-    for col in ("id", "status", "dataset", "architecture", "|D_tar|", "accuracy train/test", "scenarios"):
-        table.add_column(col)
-    for t in all_tracks():
-        if status and t.status != status:
-            continue
-        acc = f"{t.train_accuracy:.3f} / {t.test_accuracy:.3f}" if t.train_accuracy is not None else "-"
-        size = f"{t.train_size}" + (f" (update {t.update_size})" if t.update_size else "")
-        arch = t.architecture + (f" [{t.variant}]" if t.variant else "")
-        table.add_row(*map(escape, (t.id, t.status, t.dataset, arch, size, acc, "\n".join(t.scenarios))))
-    console.print(table)
+    Example: recon-submit tracks --all
+    """
+    from reconbench.commands.listing import print_tracks
+
+    print_tracks(status=status, include_planned=all_)
 
 
 @app.command()
@@ -154,6 +184,8 @@ def attacks(name: Optional[str] = typer.Argument(None, help="an attack: show its
     """List the attacks with their paper, family and taxonomy cells (`attacks NAME`: its options).
 
     The list comes from the catalogue (no attack code is imported); NAME loads that attack's class.
+
+    Example: recon-submit attacks mi-face
     """
     from reconbench.catalogue import CATALOGUE
 
@@ -172,7 +204,10 @@ def attacks(name: Optional[str] = typer.Argument(None, help="an attack: show its
 
 @app.command()
 def metrics() -> None:
-    """List every metric with its formula, range and direction."""
+    """List every metric with its formula, range and direction.
+
+    Example: recon-submit metrics
+    """
     from reconbench.metrics import METRICS
 
     table = Table(title="metrics")
@@ -185,7 +220,10 @@ def metrics() -> None:
 
 @app.command()
 def version() -> None:
-    """Print the toolkit version."""
+    """Print the toolkit version.
+
+    Example: recon-submit version
+    """
     console.print(__version__)
 
 

@@ -18,6 +18,24 @@ console = Console(width=_WIDTH)
 err_console = Console(stderr=True, width=_WIDTH)
 
 
+class WarmETA(TimeRemainingColumn):
+    """Time remaining, shown only after a warm-up: the first steps (model loading, caches, the
+    first compiled kernels) are slow, so an early estimate overstates the run (29 min shown for
+    3.5 min). Until WARMUP_SECONDS have passed and WARMUP_SHARE of the steps are done: "eta ...".
+    """
+
+    WARMUP_SECONDS = 10.0
+    WARMUP_SHARE = 0.05
+
+    def render(self, task):  # noqa: ANN001, ANN201 - rich's signature
+        from rich.text import Text
+
+        elapsed = task.elapsed or 0.0
+        if not task.finished and (elapsed < self.WARMUP_SECONDS or task.completed < self.WARMUP_SHARE * (task.total or 0)):
+            return Text("eta ...", style="progress.remaining")
+        return super().render(task)
+
+
 @contextmanager
 def rich_task(description: str, total: int) -> Iterator:
     with Progress(
@@ -25,7 +43,7 @@ def rich_task(description: str, total: int) -> Iterator:
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        TimeRemainingColumn(),
+        WarmETA(),
         console=err_console,
         transient=False,
     ) as bar:
@@ -56,22 +74,20 @@ class CliGroup(TyperGroup):
     """Every error of every command ends here: one line and exit 1; `--debug` re-raises instead."""
 
     def invoke(self, ctx):  # noqa: ANN001, ANN201 - click's signature
-        import click
         import typer
 
         from reconbench.errors import describe
 
         try:
             return super().invoke(ctx)
-        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException, typer.Exit):
-            raise
         except KeyboardInterrupt:
             if _debug(ctx):
                 raise
             err_console.print(INTERRUPTED, highlight=False, markup=False)
             raise typer.Exit(130) from None
         except Exception as exc:
-            if _debug(ctx):
+            # typer's (vendored) click signals: exit codes, usage errors, aborts; they print themselves
+            if type(exc).__module__.split(".")[0] in ("typer", "click") or _debug(ctx):
                 raise
             fail(describe(exc))
 

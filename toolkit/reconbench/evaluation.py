@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from reconbench import __version__
+from reconbench._version import __version__
 from reconbench.attacks import DEFAULT_ATTACK, Attack, AttackError, Progress, enforce_size, load_attack
 from reconbench.io import sha256_file
 from reconbench.knowledge import build_knowledge, check_attack_fits
@@ -37,7 +37,8 @@ from reconbench.results import (
 )
 from reconbench.scenario import Scenario
 from reconbench.signing import load_private_key, sign_payload
-from reconbench.tracks import Track, get_track, load_splits, model_file, sha256_bytes
+from reconbench.tracks import Track, get_track
+from reconbench.track_files import load_splits, model_file, sha256_bytes
 
 DEFAULT_TRACK = "digits"
 
@@ -86,7 +87,7 @@ def run_attack(track: Track, attack_cls: type[Attack], scenario: Scenario, *, co
 def evaluate(
     *,
     track_id: str = DEFAULT_TRACK,
-    attack_spec: str = DEFAULT_ATTACK,
+    attack_spec: str | type[Attack] = DEFAULT_ATTACK,  # a name, path/to/file.py:Class, or the class
     scenario: str | None = None,
     seed: int = 0,
     device: str = "cpu",
@@ -138,7 +139,8 @@ def evaluate(
             version=attack_cls.version,
             family=attack_cls.family,
             paper=attack_cls.paper,
-            code=attack_cls.code_reference() if ":" not in attack_spec else f"{Path(attack_spec.split(':')[0]).name}:{attack_cls.__name__}",
+            code=(f"{Path(attack_spec.split(':')[0]).name}:{attack_cls.__name__}"
+                  if isinstance(attack_spec, str) and ":" in attack_spec else attack_cls.code_reference()),
             config=dict(attack.config),
             budget=attack.budget,
         ),

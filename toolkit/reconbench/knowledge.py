@@ -15,7 +15,8 @@ from torch import nn
 
 from reconbench.data.arrays import ArraySet
 from reconbench.scenario import Scenario
-from reconbench.tracks import Track, load_splits, load_target_model
+from reconbench.tracks import Track
+from reconbench.track_files import load_splits, load_target_model
 
 DEFAULT_QUERY_BUDGET = 1_000_000  # images; black-box attacks record what they used in provenance
 

@@ -145,12 +145,15 @@ def make_entry_id(track: str, attack: str, started: datetime, recon_sha256: str)
 
 
 def git_state(start: Path) -> tuple[str | None, bool | None]:
-    """The commit and dirty flag of the checkout the toolkit runs from, if it runs from one."""
+    """The commit of the checkout the toolkit runs from (if it runs from one), and whether the
+    toolkit's code there differs from that commit. Only the folder `start` (the package) counts:
+    new entries under submissions/, results or notes elsewhere in the checkout do not."""
     try:
         top = subprocess.run(["git", "-C", str(start), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
         if top.returncode != 0:
             return None, None
-        dirty = subprocess.run(["git", "-C", str(start), "status", "--porcelain"], capture_output=True, text=True, timeout=5)
+        dirty = subprocess.run(["git", "-C", str(start), "status", "--porcelain", "--", "."],
+                               capture_output=True, text=True, timeout=5)
         return top.stdout.strip(), bool(dirty.stdout.strip())
     except (OSError, subprocess.SubprocessError):
         return None, None

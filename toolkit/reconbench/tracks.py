@@ -1,30 +1,23 @@
 """The tracks registry: which dataset, architecture and pinned files make up each track.
 
 The registry is `registry/tracks.json` in the package. A track's target model and target set are
-pinned by sha256 (and, for Hub tracks, by repository revision); loading checks those hashes, so
-every contributor scores against the same bytes.
+pinned by sha256 (and, for Hub tracks, by repository revision); reconbench.track_files loads them
+and checks those hashes, so every contributor scores against the same bytes. This module only
+reads the registry (no torch, no Hub): everything that loads files sits below it, not beside it.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-from collections.abc import Collection
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from reconbench.scenario import Scenario
-
-if TYPE_CHECKING:  # the registry itself stays free of torch: listing tracks must start fast
-    import torch
-    from torch import nn
-
-    from reconbench.data.arrays import TrackSplits
 
 REGISTRY_ENV = "RECONBENCH_REGISTRY"  # a registry file to use instead of the packaged one
 ZOO_FILE = "zoo.json"  # beside tracks.json: the target-model zoo grid (reconbench.zoo.grid)
@@ -145,68 +138,9 @@ def get_track(track_id: str) -> Track:
     for track in all_tracks():
         if track.id == track_id:
             return track
-    known = ", ".join(t.id for t in all_tracks())
-    raise TrackError(f"unknown track '{track_id}' (known: {known})")
+    import difflib
 
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def embedded_file(name: str) -> Path:
-    return Path(str(resources.files("reconbench") / "data" / name))
-
-
-def _check(what: str, path_or_name: str, actual: str | None, expected: str | None) -> None:
-    if expected is not None and actual != expected:
-        raise TrackError(f"{path_or_name}: {what} sha256 is {actual}, the registry pins {expected}")
-
-
-def load_splits(track: Track, parts: Collection[str] | None = None) -> TrackSplits:
-    """The evaluator's view of the data: all splits, hash-checked. Never handed to an attack whole.
-
-    `parts` (of target, update, aux_same, aux_similar, test): a Hub track downloads only these, the
-    others are None (the knowledge view never fetches the target set); embedded tracks return all.
-    """
-    track.require_runnable()
-    if track.source is not None and track.source.kind == "hub":
-        from reconbench.zoo.loading import load_hub_splits  # the Hub zoo (issue: target-model zoo)
-
-        splits = load_hub_splits(track, parts)
-    elif track.dataset == "sklearn-digits":
-        from reconbench.data.digits import digits_splits
-
-        splits = digits_splits()
-    elif track.dataset == "sklearn-digits-0v1":
-        from reconbench.data.digits import binary_digits_splits
-
-        splits = binary_digits_splits()
-    else:
-        raise TrackError(f"track '{track.id}': no loader for dataset '{track.dataset}'")
-    if splits.target is not None:
-        _check("target set", track.id, splits.target.sha256, track.target_set_sha256)
-    if splits.update is not None:
-        _check("update set", track.id, splits.update.sha256, track.update_set_sha256)
-    return splits
-
-
-def model_file(track: Track) -> Path:
-    track.require_runnable()
-    if track.source is None:
-        raise TrackError(f"track '{track.id}' names no source for its target model")
-    if track.source.kind == "embedded":
-        path = embedded_file(track.source.model_file)
-    else:
-        from reconbench.zoo.loading import download_model_file
-
-        path = download_model_file(track)
-    if not path.is_file():
-        raise TrackError(f"{path}: target model weight file of track '{track.id}' is missing")
-    _check("target model", str(path), sha256_bytes(path.read_bytes()), track.target_model_sha256)
-    return path
-
-
-def load_target_model(track: Track, device: str | torch.device = "cpu") -> nn.Module:
-    from reconbench.models import load_model
-
-    return load_model(track.architecture, model_file(track), device=device, **track.arch_kwargs)
+    ids = [t.id for t in all_tracks()]
+    close = difflib.get_close_matches(track_id, ids, n=3, cutoff=0.5)
+    hint = f"did you mean {' or '.join(repr(c) for c in close)}?" if close else "see `recon-submit tracks --all`"
+    raise TrackError(f"unknown track '{track_id}' ({hint})")

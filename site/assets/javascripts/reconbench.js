@@ -77,14 +77,54 @@
     apply();
   }
 
+  var NARROW = 700;  // px: below this, no toolbar (it would cover the title) and the legend goes below
+
+  function cssVar(name, fallback) {
+    var v = getComputedStyle(document.body).getPropertyValue(name).trim();
+    return v || fallback;
+  }
+
+  // The figure's layout adapted to the page: colours of the current palette (light or dark),
+  // transparent backgrounds, and on a narrow screen a legend below the plot instead of beside it.
+  function pageLayout(base) {
+    var fg = cssVar("--md-default-fg-color", "#222"), grid = cssVar("--md-default-fg-color--lightest", "#e5e5e5");
+    var layout = JSON.parse(JSON.stringify(base));
+    layout.paper_bgcolor = "rgba(0,0,0,0)";
+    layout.plot_bgcolor = "rgba(0,0,0,0)";
+    layout.font = Object.assign({}, layout.font, { color: fg });
+    Object.keys(layout).forEach(function (k) {
+      if (/^[xy]axis\d*$/.test(k)) layout[k] = Object.assign({}, layout[k], { gridcolor: grid, zerolinecolor: grid, linecolor: grid });
+    });
+    layout.autosize = true;
+    delete layout.width;
+    if (window.innerWidth < NARROW) {
+      layout.legend = Object.assign({}, layout.legend, { orientation: "h", x: 0, xanchor: "left", y: -0.25, yanchor: "top" });
+      layout.margin = Object.assign({}, layout.margin, { l: 50, r: 10, b: 120 });
+    }
+    return layout;
+  }
+
   function drawChart(box) {
     var data = box.getAttribute("data-figure");
     if (!data || typeof window.Plotly === "undefined") return;
     var fig = JSON.parse(data);
     var plot = document.createElement("div");
     plot.className = "rb-plot";
+    plot._rbLayout = fig.layout;
     box.appendChild(plot);
-    window.Plotly.newPlot(plot, fig.data, fig.layout, { responsive: true, displaylogo: false });
+    var config = { responsive: true, displaylogo: false, displayModeBar: window.innerWidth < NARROW ? false : "hover" };
+    window.Plotly.newPlot(plot, fig.data, pageLayout(fig.layout), config);
+  }
+
+  // Material switches the palette by setting data-md-color-scheme on <body>: recolour the charts.
+  function followPalette() {
+    if (document.body.hasAttribute("data-rb-palette")) return;
+    document.body.setAttribute("data-rb-palette", "");
+    new MutationObserver(function () {
+      Array.prototype.forEach.call(document.querySelectorAll(".rb-plot"), function (plot) {
+        if (plot._rbLayout && window.Plotly) window.Plotly.relayout(plot, pageLayout(plot._rbLayout));
+      });
+    }).observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
   }
 
   function once(selector, fn) {
@@ -99,6 +139,7 @@
     once("table[data-rb-sortable]", setupTable);
     once(".rb-filters[data-rb-filter-for]", setupFilter);
     once(".rb-chart", drawChart);
+    followPalette();
   }
 
   if (window.document$ && typeof window.document$.subscribe === "function") {

@@ -36,7 +36,10 @@ def register(app: typer.Typer) -> None:
         yes: bool = typer.Option(False, "--yes", "-y", help="do not ask for confirmation"),
         dry_run: bool = typer.Option(False, "--dry-run", help="print the plan and the first request; call nothing"),
     ) -> None:
-        """Ask a vision LLM which entry's reconstruction looks most like each target; write a signed study."""
+        """Ask a vision LLM which entry's reconstruction looks most like each target; write a signed study.
+
+        Example: recon-submit judge submissions/team-a/ENTRY submissions/team-b/ENTRY --model gpt-4o --team my-lab --dry-run
+        """
         from reconbench.cli import USER_ERRORS
         from reconbench.judge.api import finish
         from reconbench.judge.cache import AnswerCache, default_cache_dir

@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from reconbench.console import console, fail
+from reconbench.console import console, escape, fail
 
 
 def register(app: typer.Typer) -> None:
@@ -25,35 +25,24 @@ def score(
     weights_dir: Optional[Path] = typer.Option(None, help="folder with Inception/AlexNet weights for FID/LPIPS"),
     as_json: bool = typer.Option(False, "--json", help="print the metrics as JSON"),
 ) -> None:
-    """Score a reconstruction file produced elsewhere against a track's target set."""
-    from reconbench.io import FileFormatError
-    from reconbench.metrics import METRICS
-    from reconbench.metrics import score as run_score
-    from reconbench.results import load_reconstructions
-    from reconbench.tracks import TrackError, get_track, load_splits
+    """Score a reconstruction file produced elsewhere against a track's target set.
 
-    try:
-        t = get_track(track)
-        images, labels = load_reconstructions(reconstructions)
-        part = "update" if dynamic else "target"
-        target = getattr(load_splits(t, [part]), part)
-        if target is None:
-            raise TrackError(f"track '{track}' has no {part} set")
-        if tuple(images.shape[1:]) != tuple(t.input_shape):
-            raise FileFormatError(f"{reconstructions}: images are {tuple(images.shape[1:])}, track '{track}' needs {tuple(t.input_shape)}")
-        if labels.size and (labels.min() < 0 or labels.max() >= t.num_classes):
-            raise FileFormatError(f"{reconstructions}: labels outside 0..{t.num_classes - 1}")
-        report = run_score(images, labels, target.images, target.labels, device=device, weights_dir=weights_dir)
-    except (FileFormatError, TrackError, ValueError) as exc:
-        fail(str(exc))
+    Example: recon-submit score recon-results/ENTRY/reconstructions.safetensors --track digits
+    """
+    from reconbench.api import score as run_score
+    from reconbench.metrics import METRICS
+
+    report = run_score(reconstructions, track, dynamic=dynamic, device=device, weights_dir=weights_dir)
     if as_json:
         console.print_json(json.dumps(report.to_dict()))
         return
-    table = Table(title=f"{reconstructions.name} vs {track} {part} set ({len(labels)} vs {len(target)})")
+    part = "update" if dynamic else "target"
+    table = Table(title=escape(f"{reconstructions.name} vs {track} {part} set"))
     table.add_column("metric")
     table.add_column("value (coverage)")
     for name, result in report.metrics.items():
-        table.add_row(f"{name} {METRICS[name].direction}", result.format() if result.status == "computed" else (result.note or "not computed"))
+        shown = result.format() if result.status == "computed" else (result.note or "not computed")
+        table.add_row(escape(f"{name} {METRICS[name].direction}"), escape(shown))
     console.print(table)
 
 
@@ -64,16 +53,20 @@ def memorization(
     epochs: Optional[int] = typer.Option(None, help="override the recipe's epochs (faster, less faithful)"),
     device: str = typer.Option("cpu"),
 ) -> None:
-    """Estimate model memorization (SoK Eq. 2) of a track's target, for its track card."""
+    """Estimate model memorization (SoK Eq. 2) of a track's target, for its track card.
+
+    Example: recon-submit memorization --track digits --models 4 --epochs 3
+    """
     import numpy as np
 
     from reconbench.models.memorization import track_memorization
-    from reconbench.tracks import TrackError, get_track
+    from reconbench.tracks import get_track
 
-    try:
-        mem = track_memorization(get_track(track), n_models=models, seed=seed, epochs=epochs, device=device)
-    except (TrackError, ValueError) as exc:
-        fail(str(exc))
+    if models < 2:  # each sample must be inside some models' subsets and outside others'
+        fail(f"--models {models}: the estimate needs at least 2 models (Feldman & Zhang use thousands; 20 is the default)")
+    mem = track_memorization(get_track(track), n_models=models, seed=seed, epochs=epochs, device=device)
+    if not np.isfinite(mem.model_level):
+        fail(f"no sample of '{track}' was both in and out of the {models} models' subsets: use more --models")
     finite = np.isfinite(mem.scores)
     console.print(f"model memorization of '{track}': {mem.model_level:.4f} "
                   f"({int(finite.sum())} of {len(mem.scores)} samples estimable with K={models})")

@@ -4,13 +4,14 @@ runs on a pull request), `schema` (the JSON Schema of result.json). Logic: recon
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from reconbench.console import console, fail
+from reconbench.console import console, escape, fail
 
 FORMATS = ("text", "markdown", "json")
 
@@ -34,18 +35,24 @@ def register(app: typer.Typer) -> None:
         key: Optional[Path] = typer.Option(None, help="the private key that signed the result (default: keygen's)"),
         name: Optional[str] = typer.Option(None, help="display name, when the team is new"),
         link: list[str] = typer.Option([], help="https:// link for a new team (repeatable)"),
-        contact: Optional[str] = typer.Option(None, help="contact for a new team"),
+        contact: Optional[str] = typer.Option(None, help="optional contact for a new team; it is PUBLISHED on every entry page and in the site's search: leave it out to publish none"),
         add_key: bool = typer.Option(False, help="add your key to an existing team's team.toml"),
         readme: Optional[Path] = typer.Option(None, help="README.md for the entry: method, code link, notes"),
         hub_repo: Optional[str] = typer.Option(None, help="Hub repo holding the reconstructions (large files)"),
         hub_revision: Optional[str] = typer.Option(None, help="full commit sha of that Hub repo"),
         hub_filename: str = typer.Option("reconstructions.safetensors", help="file name in the Hub repo"),
     ) -> None:
-        """Copy a signed result into submissions/<team>/<entry-id>/ and print the pull-request steps."""
+        """Copy a signed result into submissions/<team>/<entry-id>/ and print the pull-request steps.
+
+        Example: recon-submit submit recon-results/ENTRY --team my-lab --name "My Lab" --link https://example.org
+        """
         from reconbench.cli import USER_ERRORS
         from reconbench.submissions.submit import HubPin, SubmitError, submit_result
         from reconbench.submissions.team import TeamError
 
+        if result_dir.is_file():
+            fail(f"{result_dir}: pass the result folder written by evaluate, not a file in it: "
+                 f"recon-submit submit {result_dir.parent} --team {team}")
         if (hub_repo is None) != (hub_revision is None):
             fail("--hub-repo and --hub-revision go together")
         pin = HubPin(hub_repo, hub_revision, hub_filename) if hub_repo else None
@@ -55,17 +62,19 @@ def register(app: typer.Typer) -> None:
         except (SubmitError, TeamError, *USER_ERRORS) as exc:
             fail(str(exc))
         entry = out.entry.relative_to(Path.cwd()) if out.entry.is_relative_to(Path.cwd()) else out.entry
-        console.print(f"entry written: [bold]{entry}[/]")
+        console.print(f"entry written: [bold]{escape(entry)}[/]")
         if out.team_created:
-            console.print(f"new team file: {out.team_file} (check the display name and links)", soft_wrap=True)
+            console.print(f"new team file: {escape(out.team_file)} (check the display name and links)", soft_wrap=True)
         if out.key_added:
-            console.print(f"your key was added to {out.team_file}")
+            console.print(f"your key was added to {escape(out.team_file)}")
         entry_id = out.result.payload.entry_id
+        # validate looks for team.toml under --root: a non-default root must be passed on, or step 1 fails
+        root_arg = "" if root.resolve() == Path("submissions").resolve() else f" --root {shlex.quote(str(root))}"
         console.print(
             "\nNext steps:\n"
-            f"  1. recon-submit validate {entry}        # the checks CI runs, re-scoring included\n"
+            f"  1. recon-submit validate {shlex.quote(str(entry))}{root_arg}        # the checks CI runs, re-scoring included\n"
             f"  2. git checkout -b submit/{entry_id}\n"
-            f"  3. git add {entry.parent}\n"
+            f"  3. git add {shlex.quote(str(entry.parent))}\n"
             f"  4. git commit -m 'Add {entry_id}'\n"
             f"  5. git push -u origin submit/{entry_id}, and open a pull request against main:\n"
             "     CI validates the changed entries and shows the report in the run's summary.",
@@ -84,7 +93,10 @@ def register(app: typer.Typer) -> None:
         summary: Optional[Path] = typer.Option(None, help="also append the Markdown report to this file"),
         judgements: Path = typer.Option(Path("judgements"), help="the judge studies folder (checked too)"),
     ) -> None:
-        """Check submissions: structure, schema, signature, registry, reconstructions, re-score, copies, duplicates."""
+        """Check submissions: structure, schema, signature, registry, reconstructions, re-score, copies, duplicates.
+
+        Example: recon-submit validate submissions/my-lab/ENTRY
+        """
         from reconbench.submissions import validate_board
         from reconbench.submissions.report import render_json, render_markdown, render_text
 
@@ -93,6 +105,9 @@ def register(app: typer.Typer) -> None:
         selected: list[Path] | None = list(paths) if paths else None
         if paths_from is not None:
             selected = (selected or []) + _read_paths(paths_from)
+        if selected is None and not root.is_dir():  # outside a checkout: nothing to check is not "OK"
+            fail(f"--root {root}: no such folder, so nothing to validate (run it in a checkout of the "
+                 "repository, or pass --root or the entry folders)")
         from reconbench.judge import report as studies  # judge studies: reconbench.judge.check
 
         selected, study_paths, board = studies.split_paths(selected, judgements)
@@ -118,7 +133,10 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def schema(team: bool = typer.Option(False, help="the schema of team.toml instead of result.json")) -> None:
-        """Print the JSON Schema of result.json (or of team.toml, as JSON)."""
+        """Print the JSON Schema of result.json (or of team.toml, as JSON).
+
+        Example: recon-submit schema > result.schema.json
+        """
         if team:
             from reconbench.submissions.team import Team
 

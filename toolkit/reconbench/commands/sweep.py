@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from reconbench.console import console, fail
+from reconbench.console import console, escape, fail
 
 
 def register(app: typer.Typer) -> None:
@@ -29,7 +29,10 @@ def sweep(
     dry_run: bool = typer.Option(False, "--dry-run", help="list the jobs and whether they are done; run nothing"),
     quiet: bool = typer.Option(False, help="no progress bar"),
 ) -> None:
-    """Expand a grid (tracks x attacks x scenarios x seeds, one budget) into jobs and run them on Ray."""
+    """Expand a grid (tracks x attacks x scenarios x seeds, one budget) into jobs and run them on Ray.
+
+    Example: recon-submit sweep grid.toml --budget quick --dry-run
+    """
     from reconbench.console import rich_task
     from reconbench.signing import SigningError, default_key_path, generate_key
     from reconbench.sweep import GridError, load_grid, run_sweep
@@ -42,18 +45,18 @@ def sweep(
         fail(str(exc))
     folder = out or Path("sweep-results") / expanded.name
     if dry_run:
-        table = Table(title=f"{expanded.name}: {len(expanded.jobs)} jobs ({expanded.not_applicable} not applicable)")
+        table = Table(title=f"{escape(expanded.name)}: {len(expanded.jobs)} jobs ({expanded.not_applicable} not applicable)")
         for col in ("job id", "track", "attack", "scenario", "seed", "budget", "state"):
             table.add_column(col)
         for job in expanded.jobs:
             state = "done" if done_result(folder, job) is not None else "to run"
-            table.add_row(job.id, job.track, job.attack, job.scenario, str(job.seed), job.budget or "-", state)
+            table.add_row(*map(escape, (job.id, job.track, job.attack, job.scenario, str(job.seed), job.budget or "-", state)))
         console.print(table)
         return
     key_path = key or default_key_path()
     if key is None and not key_path.exists():
         generate_key(key_path)
-        console.print(f"Created a signing key: [bold]{key_path}[/] (public key: {key_path}.pub)")
+        console.print(f"Created a signing key: [bold]{escape(key_path)}[/] (public key: {escape(key_path)}.pub)")
     bar: dict = {}
 
     def start(total: int) -> None:
@@ -81,13 +84,14 @@ def sweep(
 
 
 def print_summary(summary) -> None:
-    table = Table(title=f"sweep {summary.grid}: {summary.wall_seconds:.1f} s ({summary.backend}, {summary.device})")
+    table = Table(title=f"sweep {escape(summary.grid)}: {summary.wall_seconds:.1f} s ({summary.backend}, {summary.device})")
     for col in ("job id", "attack", "scenario", "seed", "status", "seconds", "entry / error"):
         table.add_column(col)
     for o in summary.outcomes:
         style = {"failed": "red", "interrupted": "yellow"}.get(o.status, "")
-        table.add_row(o.job.id, o.job.attack, o.job.scenario, str(o.job.seed), f"[{style}]{o.status}[/]" if style else o.status,
-                      "-" if o.seconds is None else f"{o.seconds:.1f}", o.error or o.entry_id or "", )
+        table.add_row(*map(escape, (o.job.id, o.job.attack, o.job.scenario, str(o.job.seed))),
+                      f"[{style}]{o.status}[/]" if style else o.status,
+                      "-" if o.seconds is None else f"{o.seconds:.1f}", escape(o.error or o.entry_id or ""))
     console.print(table)
     counts = summary.counts()
     console.print(", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items()) + f"; summary: {summary.out / 'summary.json'}")

@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from reconbench.console import console, fail
+from reconbench.console import console, escape, fail
 
 WORK = Path("zoo-build")  # default working folder: zoo-build/data/<dataset>/, zoo-build/targets/<track>/
 
@@ -31,11 +31,12 @@ def _errors():
 
 
 def register(app: typer.Typer) -> None:
-    data = typer.Typer(help="Zoo datasets: prepare hash-pinned splits from the public sources.", no_args_is_help=True)
-    targets = typer.Typer(help="Zoo target models: train a track's model by its recipe; regenerate the grid.",
-                          no_args_is_help=True)
-    hub = typer.Typer(help="Publish a trained track to the Hugging Face Hub and pin it in the registry.",
-                      no_args_is_help=True)
+    data = typer.Typer(help="Zoo datasets: prepare hash-pinned splits from the public sources.\n\n"
+                            "Example: recon-submit data prepare digits", no_args_is_help=True)
+    targets = typer.Typer(help="Zoo target models: train a track's model by its recipe; regenerate the grid.\n\n"
+                               "Example: recon-submit targets train cifar10-vgg16-n1000 --device cuda", no_args_is_help=True)
+    hub = typer.Typer(help="Publish a trained track to the Hugging Face Hub and pin it in the registry.\n\n"
+                           "Example: recon-submit hub publish cifar10-vgg16-n1000 --org reconbench", no_args_is_help=True)
     app.add_typer(data, name="data")
     app.add_typer(targets, name="targets")
     app.add_typer(hub, name="hub")
@@ -46,7 +47,10 @@ def register(app: typer.Typer) -> None:
         source: Optional[Path] = typer.Option(None, help="local copy of the original files (see docs/zoo.md)"),
         out: Optional[Path] = typer.Option(None, help="output folder (default zoo-build/data/DATASET)"),
     ) -> None:
-        """Cut the dataset's nested target sets, update/aux/test splits and similar data; write a manifest."""
+        """Cut the dataset's nested target sets, update/aux/test splits and similar data; write a manifest.
+
+        Example: recon-submit data prepare digits
+        """
         from reconbench.zoo.prepare import prepare_dataset
 
         folder = out or _data_dir(dataset)
@@ -55,8 +59,8 @@ def register(app: typer.Typer) -> None:
         except _errors() as exc:
             fail(str(exc))
         for split, entry in manifest["splits"].items():
-            console.print(f"{split:<18} {entry['count']:>7,} images  {entry['sha256']}")
-        console.print(f"wrote {folder}")
+            console.print(escape(f"{split:<18} {entry['count']:>7,} images  {entry['sha256']}"))
+        console.print(f"wrote {escape(folder)}")
 
     @targets.command("train")
     def train(
@@ -73,7 +77,10 @@ def register(app: typer.Typer) -> None:
         init_weights: Optional[Path] = typer.Option(None, help="safetensors to start from (tensors matched by name)"),
         quiet: bool = typer.Option(False, help="no per-epoch log"),
     ) -> None:
-        """Train one track's target model; write model.safetensors, config.json and train_log.jsonl."""
+        """Train one track's target model; write model.safetensors, config.json and train_log.jsonl.
+
+        Example: recon-submit targets train cifar10-vgg16-n1000 --device cuda
+        """
         from reconbench.zoo.grid import parse_track_id
         from reconbench.zoo.targets import Overrides, train_track
 
@@ -83,16 +90,19 @@ def register(app: typer.Typer) -> None:
                 track, data or _data_dir(spec.dataset), out or _target_dir(track),
                 overrides=Overrides(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, width_div=width_div),
                 device=device, memorization_models=memorization, init_weights=init_weights,
-                echo=None if quiet else lambda e: console.print(json.dumps(e), highlight=False, soft_wrap=True))
+                echo=None if quiet else lambda e: console.print(json.dumps(e), highlight=False, markup=False, soft_wrap=True))
         except _errors() as exc:
             fail(str(exc))
-        console.print(f"{track}: train accuracy {config['train_accuracy']:.4f}, test accuracy {config['test_accuracy']:.4f}"
-                      + (f", variant {config['variant_report']}" if config["variant_report"] else ""))
-        console.print(f"wrote {out or _target_dir(track)} (model sha256 {config['model']['sha256']})")
+        console.print(escape(f"{track}: train accuracy {config['train_accuracy']:.4f}, test accuracy {config['test_accuracy']:.4f}"
+                             + (f", variant {config['variant_report']}" if config["variant_report"] else "")))
+        console.print(f"wrote {escape(out or _target_dir(track))} (model sha256 {config['model']['sha256']})")
 
     @targets.command("grid")
     def grid(check: bool = typer.Option(False, help="only check that registry/zoo.json is up to date")) -> None:
-        """Regenerate registry/zoo.json from the SoK grid (published entries are kept)."""
+        """Regenerate registry/zoo.json from the SoK grid (published entries are kept).
+
+        Example: recon-submit targets grid --check
+        """
         from reconbench.zoo.grid import main
 
         raise typer.Exit(main(["--check"] if check else []))
@@ -105,7 +115,10 @@ def register(app: typer.Typer) -> None:
         data: Optional[Path] = typer.Option(None, help="prepared data folder (default zoo-build/data/DATASET)"),
         registry: Optional[Path] = typer.Option(None, help="registry file to pin the track in (default the packaged zoo.json)"),
     ) -> None:
-        """Upload the track's data and model (with cards), then pin revisions and sha256 in the registry."""
+        """Upload the track's data and model (with cards), then pin revisions and sha256 in the registry.
+
+        Example: recon-submit hub publish cifar10-vgg16-n1000 --org reconbench
+        """
         from reconbench.zoo.grid import parse_track_id, zoo_registry_path
         from reconbench.zoo.publish import publish_track
 
@@ -116,6 +129,6 @@ def register(app: typer.Typer) -> None:
         except _errors() as exc:
             fail(str(exc))
         src = entry["source"]
-        console.print(f"model: {src['model_repo']} @ {src['model_revision']}")
-        console.print(f"data:  {src['data_repo']} @ {src['data_revision']}")
-        console.print(f"pinned '{track}' in {registry or zoo_registry_path()}")
+        console.print(escape(f"model: {src['model_repo']} @ {src['model_revision']}"))
+        console.print(escape(f"data:  {src['data_repo']} @ {src['data_revision']}"))
+        console.print(escape(f"pinned '{track}' in {registry or zoo_registry_path()}"))

@@ -148,7 +148,8 @@ def select_candidates(target_images: np.ndarray, target_labels: np.ndarray, indi
 
 def target_split(track_id: str, training: str) -> tuple[np.ndarray, np.ndarray, str]:
     """(images, labels, split name) of D_tar: the target set, or the update set in dynamic scenarios."""
-    from reconbench.tracks import get_track, load_splits
+    from reconbench.tracks import get_track
+    from reconbench.track_files import load_splits
 
     splits = load_splits(get_track(track_id), ["update"] if training == "dynamic" else ["target"])
     split = splits.update if training == "dynamic" else splits.target

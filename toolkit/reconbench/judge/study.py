@@ -17,7 +17,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
-from reconbench import __version__
+from reconbench._version import __version__
 from reconbench.io import atomic_path
 from reconbench.judge import STUDY_FILE
 from reconbench.judge.aggregate import aggregates

@@ -13,7 +13,6 @@ and the named fragments the hand-written pages embed with `<!-- rb:NAME -->`:
 
 from __future__ import annotations
 
-import inspect
 import logging
 import os
 import time
@@ -77,29 +76,37 @@ def load_reports(root: Path, *, rescore: bool, device: str) -> list:
 
 
 def attack_catalogue(frame: pd.DataFrame) -> list[dict]:
-    """Registered attacks (iterating the live registry), then unregistered names seen in entries."""
-    from reconbench.attacks import ATTACKS
+    """Built-in attacks (from reconbench.catalogue: no attack code is imported), then the
+    names seen in entries that are not built in."""
+    from reconbench.catalogue import BY_NAME
 
     counts = ranked(frame)["attack"].value_counts().to_dict()
     out = []
-    for name in sorted(ATTACKS):
-        cls = ATTACKS[name]
-        # the class's own docstring (getdoc would fall back to Attack's), else its module's
-        doc = inspect.cleandoc(cls.__dict__.get("__doc__") or "") or inspect.getdoc(inspect.getmodule(cls)) or ""
+    for name in sorted(BY_NAME):
+        a = BY_NAME[name]
         out.append(dict(
-            name=name, registered=True, paper=cls.paper, family=cls.family, version=getattr(cls, "version", "1"),
-            scenarios=list(cls.scenarios), defaults=dict(getattr(cls, "defaults", {}) or {}),
-            code=cls.code_reference(), codes=[], summary=doc.split("\n\n")[0].replace("\n", " "), count=counts.get(name, 0),
+            name=name, registered=True, paper=a.paper, family=a.family, version=a.version,
+            scenarios=list(a.scenarios), code=a.target, codes=[], summary=a.summary, count=counts.get(name, 0),
         ))
     seen = frame.dropna(subset=["attack"])
-    for name, group in seen[~seen["attack"].isin(ATTACKS)].groupby("attack", sort=True):
+    for name, group in seen[~seen["attack"].isin(BY_NAME)].groupby("attack", sort=True):
         first = group.iloc[0]
         out.append(dict(
             name=name, registered=False, paper=first["paper"], family=first["family"], version=first["attack_version"],
-            scenarios=sorted(group["scenario"].dropna().unique()), defaults={}, code=None,
+            scenarios=sorted(group["scenario"].dropna().unique()), code=None,
             codes=sorted(group["code"].dropna().unique()), summary="", count=counts.get(name, 0),
         ))
     return out
+
+
+def planned_matrix(planned: list) -> dict:
+    """The planned tracks as a matrix: one row per dataset · architecture (variant), one column
+    per training-set size; each cell is the track id (SoK Table 2's grid)."""
+    sizes = sorted({t.train_size for t in planned})
+    rows: dict[str, dict[int, str]] = {}
+    for t in planned:
+        rows.setdefault(charts.family_title(t), {})[t.train_size] = t.id
+    return dict(sizes=sizes, rows=rows)
 
 
 def board_metrics(rows: pd.DataFrame) -> list[str]:
@@ -147,8 +154,13 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
         has_entries = board["track"].isin([t.id for t in members]).any()
         fig = charts.memorization_figure(frame, members[0], tracks) if has_entries else None
         memo_by_family[key] = Markup(charts.chart_html(fig, "chart-memo-" + "-".join(filter(None, key))))
+    # A planned track (unpublished, no entries) gets no board of its own: they share one page.
+    planned = [t for t in tracks if t.status == "unpublished" and not (frame["track"] == t.id).any()]
+    planned_ids = {t.id for t in planned}
     track_views = []
     for track in tracks:
+        if track.id in planned_ids:
+            continue
         rows = sort_board(board[board["track"] == track.id])
         quality = charts.quality_diversity_figure(rows, f" ({track.id})") if len(rows) else None
         view = dict(
@@ -162,15 +174,22 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
                    metrics=board_metrics(rows), rank_metric=rank_metric(rows), failed=failed,
                    family=view["family"], memo_chart=view["memo_chart"], quality_chart=view["quality_chart"])
     for key, members in families.items():  # nav: a family of several sizes is a sub-section
-        links = [(t.id, f"leaderboards/{t.id}.md") for t in members]
-        nav["leaderboards"].append(links[0] if len(links) == 1 else (charts.family_title(members[0]), links))
+        links = [(t.id, f"leaderboards/{t.id}.md") for t in members if t.id not in planned_ids]
+        if links:
+            nav["leaderboards"].append(links[0] if len(links) == 1 else (charts.family_title(members[0]), links))
+    if planned:
+        nav["leaderboards"].append(("Planned tracks", "leaderboards/planned.md"))
+        pages.page("leaderboards/planned.md", "planned.md.j2", matrix=planned_matrix(planned), count=len(planned))
     combined_families = [
         dict(title=charts.family_title(members[0]),
              tracks=[v for v in track_views if charts.family_key(v["track"]) == key])
         for key, members in families.items()
     ]
-    pages.page("leaderboards/index.md", "combined.md.j2", families=combined_families, rows=board,
-               metrics=board_metrics(board), failed=frame[frame["trust"] == "failed"])
+    # "All tracks": one board per track with entries; entries of different tracks are never ranked together
+    by_track = [dict(track=v["track"], rows=sort_board(board[board["track"] == v["track"].id])) for v in track_views if v["count"]]
+    pages.page("leaderboards/index.md", "combined.md.j2", families=[f for f in combined_families if f["tracks"]],
+               by_track=by_track, metrics=board_metrics(board), failed=frame[frame["trust"] == "failed"],
+               planned=len(planned))
     chart_sections = [
         dict(title=charts.family_title(members[0]), memo_chart=memo_by_family[key],
              tracks=[v for v in track_views if charts.family_key(v["track"]) == key and v["count"]])

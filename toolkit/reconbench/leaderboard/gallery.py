@@ -169,7 +169,8 @@ class TargetSets:
 
     @staticmethod
     def _load(track_id: str, training: str):
-        from reconbench.tracks import get_track, load_splits
+        from reconbench.tracks import get_track
+        from reconbench.track_files import load_splits
 
         try:
             splits = load_splits(get_track(track_id))

@@ -90,4 +90,5 @@ def inception_features(extractor, rec: torch.Tensor, tar: torch.Tensor, cache_di
 def fid_result(rec_features: np.ndarray, tar_features: np.ndarray, device: str | torch.device = "cpu") -> MetricResult:
     if min(len(rec_features), len(tar_features)) < 2:
         return MetricResult.not_computed("FID: not computed (needs at least 2 images per set)")
-    return MetricResult(status="computed", value=fid_from_features(rec_features, tar_features, device))
+    # FID >= 0; identical feature sets give 0 minus round-off (about -1e-9), clamped to 0
+    return MetricResult(status="computed", value=max(0.0, fid_from_features(rec_features, tar_features, device)))

@@ -146,4 +146,6 @@ class SSIMKernel:
         lum_num = torch.addcmul(self.c1, rec["mu"][:, None], tar["mu"][None, :], value=2.0)  # 2 mu_x mu_t + C1
         lum_den = rec["mu_sq"][:, None] + tar["mu_sq"][None, :]  # mu_x^2 + mu_t^2 + C1
         ssim_map = lum_num.mul_(cs_num).div_(lum_den.mul_(cs_den))
-        return ssim_map.view(bn, bm, c * oh * ow).mean(dim=2)
+        # SSIM lies in [-1, 1]; identical images give 1 + round-off (1.0000000079870224 was seen),
+        # which the result schema would refuse as "outside its range": clamp the round-off only.
+        return ssim_map.view(bn, bm, c * oh * ow).mean(dim=2).clamp_(-1.0, 1.0)

@@ -13,7 +13,8 @@ from reconbench.metrics.memorization import Memorization, estimate_memorization
 from reconbench.models.embedded import EMBEDDED_TARGETS
 from reconbench.models.registry import build_model
 from reconbench.models.training import TrainConfig, train_classifier
-from reconbench.tracks import Track, TrackError, load_splits
+from reconbench.tracks import Track, TrackError
+from reconbench.track_files import load_splits
 
 _RECIPES = {"digits/" + f"{name}.safetensors": (arch, kwargs, cfg) for name, (arch, kwargs, cfg) in EMBEDDED_TARGETS.items()}
 

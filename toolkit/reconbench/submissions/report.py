@@ -41,7 +41,7 @@ def render_text(report: BoardReport, console: Console) -> None:
             if len(c.details) > 1 and c.status == "fail":
                 message += "".join(f"\n  - {escape(d)}" for d in c.details[:MAX_DETAILS])
                 message += f"\n  ... and {len(c.details) - MAX_DETAILS} more" if len(c.details) > MAX_DETAILS else ""
-            table.add_row(c.name, f"[{STYLE[c.status]}]{c.status}[/]", message)
+            table.add_row(escape(c.name), f"[{STYLE[c.status]}]{c.status}[/]", message)
         console.print(table)
     _text_footer(report, console)
 

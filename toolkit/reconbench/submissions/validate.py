@@ -2,7 +2,7 @@
 
     1 structure  2 schema  3 signature  4 registry  5 reconstructions  6 rescore  7 copies  8 duplicates
 
-Trust (DESIGN.md): "failed" if any check fails; "re-scored" if all pass, every claimed metric was
+Trust (docs/architecture.md): "failed" if any check fails; "re-scored" if all pass, every claimed metric was
 recomputed within tolerance and no reconstruction is a copy of a public image; otherwise "signed"
 (re-scoring switched off, or a claimed metric not computable on this machine). "reproduced" needs
 an independent re-run and is never assigned here.

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 Status = Literal["pass", "fail", "not-run", "warn"]
 # "reproduced" is never assigned by the validator: it needs someone else to re-run the attack from
-# the recorded code, seed and config and sign a result within tolerance (DESIGN.md, Trust).
+# the recorded code, seed and config and sign a result within tolerance (docs/architecture.md, Trust).
 TrustLevel = Literal["failed", "signed", "re-scored", "reproduced"]
 
 

@@ -19,7 +19,8 @@ from reconbench.metrics import MetricResult, score
 from reconbench.submissions.checks.base import Check, Context
 from reconbench.hub import HubError
 from reconbench.io import FileFormatError
-from reconbench.tracks import TrackError, load_splits
+from reconbench.tracks import TrackError
+from reconbench.track_files import load_splits
 
 
 @dataclass(frozen=True)

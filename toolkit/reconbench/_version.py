@@ -1,0 +1,3 @@
+"""The toolkit version (its own module, so that importing it imports nothing else)."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,41 @@
+"""`recon-submit tracks`: the registry as a table, runnable tracks first, with why a track cannot run."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from rich.table import Table
+
+from reconbench.console import console, escape
+from reconbench.errors import UserError
+
+STATUSES = {
+    "embedded": "ships with the toolkit: runs offline",
+    "published": "target model and data pinned on the Hub: downloaded on first use",
+    "unpublished": "planned (SoK grid): its target model is not published yet, so it cannot run",
+}
+
+
+def print_tracks(status: str | None = None, include_planned: bool = False) -> None:
+    from reconbench.tracks import all_tracks
+
+    if status is not None and status not in STATUSES:
+        raise UserError(f"--status {status}: unknown status (one of {', '.join(STATUSES)})")
+    tracks = all_tracks()
+    counts = Counter(t.status for t in tracks)
+    shown = [t for t in tracks if (t.status == status if status else include_planned or t.status != "unpublished")]
+    table = Table(title=f"tracks ({len(shown)} of {len(tracks)} shown)")
+    table.add_column("id", no_wrap=True, overflow="fold")
+    for col in ("status", "dataset", "architecture", "|D_tar|", "accuracy train/test", "scenarios"):
+        table.add_column(col)
+    for t in shown:
+        acc = f"{t.train_accuracy:.3f} / {t.test_accuracy:.3f}" if t.train_accuracy is not None else "-"
+        size = f"{t.train_size}" + (f" (update {t.update_size})" if t.update_size else "")
+        arch = t.architecture + (f" [{t.variant}]" if t.variant else "")
+        state = "planned: not runnable yet" if t.status == "unpublished" else t.status
+        table.add_row(*map(escape, (t.id, state, t.dataset, arch, size, acc, "\n".join(t.scenarios))))
+    console.print(table, crop=False)
+    legend = "; ".join(f"{name} ({counts.get(name, 0)}): {text}" for name, text in STATUSES.items())
+    console.print(escape(legend), soft_wrap=True, highlight=False)
+    if not include_planned and status is None and counts.get("unpublished"):
+        console.print(f"{counts['unpublished']} planned tracks not shown: recon-submit tracks --all", highlight=False)

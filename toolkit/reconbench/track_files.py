@@ -1,0 +1,85 @@
+"""Loading a track's files: splits and target model, embedded or from the Hub, hash-checked.
+
+Below the registry (reconbench.tracks) in the import graph: this module imports the registry and
+the loaders (reconbench.data, reconbench.zoo.loading); the registry imports neither, so there is
+no circle. Attacks never import this: they get a knowledge view (reconbench.knowledge).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Collection
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from reconbench.tracks import Track, TrackError
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
+    from reconbench.data.arrays import TrackSplits
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def embedded_file(name: str) -> Path:
+    return Path(str(resources.files("reconbench") / "data" / name))
+
+
+def _check(what: str, path_or_name: str, actual: str | None, expected: str | None) -> None:
+    if expected is not None and actual != expected:
+        raise TrackError(f"{path_or_name}: {what} sha256 is {actual}, the registry pins {expected}")
+
+
+def load_splits(track: Track, parts: Collection[str] | None = None) -> TrackSplits:
+    """The evaluator's view of the data: all splits, hash-checked. Never handed to an attack whole.
+
+    `parts` (of target, update, aux_same, aux_similar, test): a Hub track downloads only these, the
+    others are None (the knowledge view never fetches the target set); embedded tracks return all.
+    """
+    track.require_runnable()
+    if track.source is not None and track.source.kind == "hub":
+        from reconbench.zoo.loading import load_hub_splits  # the Hub zoo
+
+        splits = load_hub_splits(track, parts)
+    elif track.dataset == "sklearn-digits":
+        from reconbench.data.digits import digits_splits
+
+        splits = digits_splits()
+    elif track.dataset == "sklearn-digits-0v1":
+        from reconbench.data.digits import binary_digits_splits
+
+        splits = binary_digits_splits()
+    else:
+        raise TrackError(f"track '{track.id}': no loader for dataset '{track.dataset}'")
+    if splits.target is not None:
+        _check("target set", track.id, splits.target.sha256, track.target_set_sha256)
+    if splits.update is not None:
+        _check("update set", track.id, splits.update.sha256, track.update_set_sha256)
+    return splits
+
+
+def model_file(track: Track) -> Path:
+    track.require_runnable()
+    if track.source is None:
+        raise TrackError(f"track '{track.id}' names no source for its target model")
+    if track.source.kind == "embedded":
+        path = embedded_file(track.source.model_file)
+    else:
+        from reconbench.zoo.loading import download_model_file
+
+        path = download_model_file(track)
+    if not path.is_file():
+        raise TrackError(f"{path}: target model weight file of track '{track.id}' is missing")
+    _check("target model", str(path), sha256_bytes(path.read_bytes()), track.target_model_sha256)
+    return path
+
+
+def load_target_model(track: Track, device: str | torch.device = "cpu") -> nn.Module:
+    from reconbench.models import load_model
+
+    return load_model(track.architecture, model_file(track), device=device, **track.arch_kwargs)
