@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator, model_serializer
 
 from reconbench.io import FileFormatError, atomic_dir, load_arrays, save_arrays
 from reconbench.metrics import METRICS, MetricResult
@@ -51,6 +51,17 @@ class AttackInfo(Strict):
     paper: ShortText
     code: ShortText = Field(description="module:Class of the attack, or file.py:Class for a user's own")
     config: dict[Annotated[str, StringConstraints(max_length=80)], ConfigValue] = Field(default_factory=dict)
+    source_sha256: Sha256 | None = Field(
+        default=None, description="bring-your-own attacks: sha256 of the attack/ source the entry ships (attack_source.py)")
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_source(self, handler):
+        # Absent, not null, for registered attacks: results signed before this field existed
+        # keep their canonical form (and so their signatures).
+        data = handler(self)
+        if data.get("source_sha256") is None:
+            data.pop("source_sha256", None)
+        return data
 
 
 class TargetIdentity(Strict):
@@ -194,9 +205,14 @@ def load_reconstructions(path: Path) -> tuple[np.ndarray, np.ndarray]:
     return images, labels
 
 
-def write_result_dir(out: Path, result: ResultFile, images: np.ndarray, labels: np.ndarray) -> Path:
-    """Write result.json and reconstructions.safetensors; the folder appears whole or not at all."""
+def write_result_dir(out: Path, result: ResultFile, images: np.ndarray, labels: np.ndarray, attack_files=None) -> Path:
+    """Write result.json and reconstructions.safetensors (and a bring-your-own attack's source in
+    attack/); the folder appears whole or not at all."""
     with atomic_dir(Path(out)) as tmp:
+        if attack_files:
+            from reconbench.attack_source import ATTACK_DIR, copy_source
+
+            copy_source(attack_files, tmp / ATTACK_DIR)
         save_arrays(tmp / RECONSTRUCTIONS_FILE, {"images": images, "labels": labels})
         (tmp / RESULT_FILE).write_text(
             json.dumps(result.model_dump(mode="json"), indent=2, sort_keys=True, allow_nan=False) + "\n", encoding="utf-8"
