@@ -83,6 +83,7 @@ class AttackRun:
     scenario: Scenario
     reconstruction: Reconstruction  # checked and sized to |D_tar|
     knowledge: Knowledge  # the evaluator's view: its query counters are the ones recorded
+    budget: str = "default"  # the budget preset the config started from
 
 
 def _checked(track: Track, meta: AttackMeta, knowledge: Knowledge, images, labels) -> Reconstruction:
@@ -100,7 +101,7 @@ def _meta_of(cls: type[Attack]) -> AttackMeta:
 
 
 def attack_run(track: Track, attack: str | type[Attack], requested: str | Scenario | None, *, config: dict, seed: int,
-               device: torch.device, progress: Progress, isolate: bool = True) -> AttackRun:
+               device: torch.device, progress: Progress, budget: str = "default", isolate: bool = True) -> AttackRun:
     """Choose the scenario, build its view, run the attack; returns the checked reconstructions.
 
     isolate=True (every evaluation): the attack runs in its own process (reconbench.isolation),
@@ -113,12 +114,15 @@ def attack_run(track: Track, attack: str | type[Attack], requested: str | Scenar
         meta = _meta_of(cls)
         chosen = choose_scenario(track, meta, requested)
         knowledge = build_knowledge(track, chosen, device=device, seed=seed)
-        instance = cls(**config)
+        instance = cls(budget=budget, **config)
         torch.manual_seed(seed)
         rec = instance.run(knowledge, seed=seed, progress=progress)
-        return AttackRun(meta, dict(instance.config), chosen, _checked(track, meta, knowledge, rec.images, rec.labels), knowledge)
+        return AttackRun(meta, dict(instance.config), chosen, _checked(track, meta, knowledge, rec.images, rec.labels), knowledge,
+                         instance.budget)
     spec = spec_of(attack)
-    with AttackProcess(spec, config) as process:
+    if spec in ATTACKS:
+        ATTACKS[spec](budget=budget, **config)  # bad options fail here, before a long run (our code: safe to import)
+    with AttackProcess(spec, config, budget) as process:
         # A registered attack's declaration is known here, so the view is built while the attack's
         # process starts (imports take seconds); a bring-your-own attack is never imported here.
         known = _meta_of(ATTACKS[spec]) if spec in ATTACKS else None
@@ -128,13 +132,15 @@ def attack_run(track: Track, attack: str | type[Attack], requested: str | Scenar
         if process.meta() != meta:
             raise AttackError(f"attack '{spec}': its process loaded a different attack ({process.meta().code})")
         images, labels = process.run(knowledge, seed=seed, progress=progress)
-        return AttackRun(meta, dict(process.config), chosen, _checked(track, meta, knowledge, images, labels), knowledge)
+        return AttackRun(meta, dict(process.config), chosen, _checked(track, meta, knowledge, images, labels), knowledge,
+                         budget)
 
 
 def run_attack(track: Track, attack: str | type[Attack], scenario: Scenario, *, config: dict, seed: int,
-               device: torch.device, progress: Progress, isolate: bool = True):
+               device: torch.device, progress: Progress, budget: str = "default", isolate: bool = True):
     """`attack_run` for a given scenario; returns (AttackRun, reconstruction, knowledge)."""
-    run = attack_run(track, attack, scenario, config=config, seed=seed, device=device, progress=progress, isolate=isolate)
+    run = attack_run(track, attack, scenario, config=config, seed=seed, device=device, progress=progress, budget=budget,
+                     isolate=isolate)
     return run, run.reconstruction, run.knowledge
 
 
@@ -151,6 +157,7 @@ def evaluate(
     progress: Progress | None = None,
     command: str | None = None,
     weights_dir: Path | None = None,
+    budget: str = "default",
 ) -> EvaluationOutput:
     track = get_track(track_id)
     track.require_runnable()
@@ -160,7 +167,7 @@ def evaluate(
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     run = attack_run(track, attack_spec, scenario, config=config or {}, seed=seed, device=torch_device,
-                     progress=progress or Progress())
+                     progress=progress or Progress(), budget=budget)
     wall = time.perf_counter() - t0
     chosen, rec, knowledge, meta = run.scenario, run.reconstruction, run.knowledge, run.meta
     finished = datetime.now(timezone.utc)
@@ -191,6 +198,7 @@ def evaluate(
             paper=meta.paper,
             code=meta.code if source is None else f"{source.entry_file}:{attack_spec.rsplit(':', 1)[1]}",
             config=dict(run.config),
+            budget=run.budget,
             source_sha256=source.sha256 if source else None,
         ),
         target=TargetIdentity(

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
 from reconbench.io import FileFormatError, atomic_dir, load_arrays, save_arrays
 from reconbench.metrics import METRICS, MetricResult
@@ -44,6 +44,12 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True)
 
 
+def _absent(value: object) -> bool:
+    """Fields added after the first entries were signed are left out of the dump when unset, so
+    that older entries' signed payloads (which lack them) dump to the very bytes that were signed."""
+    return value is None
+
+
 class AttackInfo(Strict):
     name: Slug
     version: Annotated[str, StringConstraints(max_length=40)]
@@ -51,17 +57,12 @@ class AttackInfo(Strict):
     paper: ShortText
     code: ShortText = Field(description="module:Class of the attack, or file.py:Class for a user's own")
     config: dict[Annotated[str, StringConstraints(max_length=80)], ConfigValue] = Field(default_factory=dict)
+    budget: Literal["quick", "default", "paper"] | None = Field(
+        None, exclude_if=_absent, description="budget preset the config started from (config: the values that ran)"
+    )
     source_sha256: Sha256 | None = Field(
-        default=None, description="bring-your-own attacks: sha256 of the attack/ source the entry ships (attack_source.py)")
-
-    @model_serializer(mode="wrap")
-    def _omit_absent_source(self, handler):
-        # Absent, not null, for registered attacks: results signed before this field existed
-        # keep their canonical form (and so their signatures).
-        data = handler(self)
-        if data.get("source_sha256") is None:
-            data.pop("source_sha256", None)
-        return data
+        None, exclude_if=_absent,
+        description="bring-your-own attacks: sha256 of the attack/ source the entry ships (reconbench.attack_source)")
 
 
 class TargetIdentity(Strict):

@@ -138,7 +138,7 @@ def serve(conn: Connection) -> None:
     from reconbench.attacks import load_attack
 
     cls = load_attack(start["spec"])
-    attack = cls(**start["config"])
+    attack = cls(budget=start["budget"], **start["config"])
     meta = {"name": cls.name, "paper": cls.paper, "family": cls.family, "scenarios": list(cls.scenarios),
             "version": cls.version, "code": cls.code_reference()}
     protocol.send(conn, {"op": "ready", "attack": meta, "config": dict(attack.config)})

@@ -107,9 +107,10 @@ def not_dumpable():
 class AttackProcess:
     """One attack run in its own process. Use as a context manager; `meta()`, then `run()`."""
 
-    def __init__(self, spec: str, config: dict[str, Any]):
+    def __init__(self, spec: str, config: dict[str, Any], budget: str = "default"):
         self.spec = spec
         self.config = dict(config)
+        self.budget = budget
         self._meta: AttackMeta | None = None
         self._proc: subprocess.Popen | None = None
         self._conn: Connection | None = None
@@ -130,7 +131,8 @@ class AttackProcess:
         finally:
             os.close(fd)
         self._conn = Connection(ours.detach())
-        protocol.send(self._conn, {"op": "start", "spec": self.spec, "config": self.config, "threads": torch.get_num_threads()})
+        protocol.send(self._conn, {"op": "start", "spec": self.spec, "config": self.config, "budget": self.budget,
+                                   "threads": torch.get_num_threads()})
         return self
 
     def __exit__(self, *exc) -> None:
