@@ -115,6 +115,20 @@ def folder_sha256(folder: Path) -> str:
     return source_sha256(read_files(collect(folder, skip_caches=False)))
 
 
+def source_problem(folder: Path, signed: str) -> str | None:
+    """Why `folder` is not the signed attack source (missing, breaks the rules, other hash); None if it is."""
+    if not os.path.isdir(folder) or os.path.islink(folder):
+        return f"{folder}: missing; the payload signs an attack source ({signed[:12]}…)"
+    try:
+        actual = folder_sha256(folder)
+    except (SourceError, OSError) as exc:
+        return str(exc)
+    if actual != signed:
+        return (f"{folder}: hashes to {actual[:12]}…, the signed payload says {signed[:12]}…: "
+                "the attack source is not the signed one (changed after signing)")
+    return None
+
+
 def copy_source(files, dest: Path) -> None:
     """Write the source files under dest (dest is created; it is inside an atomic folder)."""
     for rel, data in read_files(files):

@@ -161,6 +161,9 @@ def evaluate(
 ) -> EvaluationOutput:
     track = get_track(track_id)
     track.require_runnable()
+    if attack_spec in ATTACKS:  # our own code: its scenario and options fail here, before the key and the run
+        choose_scenario(track, ATTACKS[attack_spec], scenario)
+        ATTACKS[attack_spec](budget=budget, **(config or {}))
     key = load_private_key(key_path)  # fail before a long run, not after
     torch_device = torch.device(device)
     source = attack_source(attack_spec)  # a bring-your-own attack's files, hashed before it runs

@@ -137,6 +137,8 @@ def serve(conn: Connection) -> None:
     torch.set_num_threads(int(start["threads"]))
     from reconbench.attacks import load_attack
 
+    if ":" in start["spec"]:  # a bring-your-own attack may import the modules beside it
+        sys.path.insert(0, os.path.dirname(os.path.abspath(start["spec"].rsplit(":", 1)[0])))
     cls = load_attack(start["spec"])
     attack = cls(budget=start["budget"], **start["config"])
     meta = {"name": cls.name, "paper": cls.paper, "family": cls.family, "scenarios": list(cls.scenarios),

@@ -28,8 +28,8 @@ from pathlib import Path
 
 # The evaluator's modules, as files of the package (an audit hook sees a module's file being opened,
 # which is how an import of a source module shows itself): folders whole, and single modules.
-BLOCKED_FOLDERS = ("zoo", "metrics", "submissions", "commands", "leaderboard")
-BLOCKED_MODULES = ("tracks", "hub", "evaluation", "signing", "cli", "reproduction", "data/digits", "models/embedded",
+BLOCKED_FOLDERS = ("zoo", "metrics", "submissions", "commands", "leaderboard", "reproduction", "sweep")
+BLOCKED_MODULES = ("tracks", "hub", "evaluation", "signing", "cli", "data/digits", "models/embedded",
                    "models/memorization", "isolation/parent")
 BLOCKED_PACKAGES = ("huggingface_hub",)  # installed packages that fetch from the Hub
 BLOCKED_EVENTS = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.startfile",

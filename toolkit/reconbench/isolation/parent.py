@@ -80,6 +80,7 @@ def _child_env(scratch: Path) -> dict[str, str]:
     env.update({
         "HF_HUB_OFFLINE": "1", "HF_HOME": str(scratch / "hf"), "HF_HUB_CACHE": str(scratch / "hf" / "hub"),
         "RECONBENCH_REGISTRY": str(scratch / "no-registry.json"), "RECONBENCH_ATTACK_PROCESS": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",  # no __pycache__ written into an entry's attack/ folder
     })
     env.pop("HUGGINGFACE_HUB_CACHE", None)
     env.pop("HF_ENDPOINT", None)
