@@ -64,7 +64,7 @@ def test_a_record_must_be_signed_by_a_listed_reproducer_and_be_for_this_entry(bo
     out = reproduce_entry(board.entry, key_path=board.reproducer_key)
     forged = sign_record(out.record, load_private_key(board.stranger_key))
     write_record(board.entry / RECORD_FILE, forged)
-    assert "not one of the maintainers reproducer keys" in failure(board.only()).message
+    assert "not a reproducer key listed by the maintainers" in failure(board.only()).message
     # A genuine record, but the payload changed since (re-signed by the team): not this payload's record.
     write_record(board.entry / RECORD_FILE, sign_record(out.record, load_private_key(board.reproducer_key)))
     board.resign(lambda p: p["provenance"].update(command="something else"))

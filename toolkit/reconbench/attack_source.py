@@ -115,6 +115,11 @@ def folder_sha256(folder: Path) -> str:
     return source_sha256(read_files(collect(folder, skip_caches=False)))
 
 
+def is_file_attack(code: str) -> bool:
+    """A payload's attack.code names a bring-your-own file (file.py:Class), not module:Class."""
+    return code.rpartition(":")[0].endswith(".py")
+
+
 def source_problem(folder: Path, signed: str) -> str | None:
     """Why `folder` is not the signed attack source (missing, breaks the rules, other hash); None if it is."""
     if not os.path.isdir(folder) or os.path.islink(folder):

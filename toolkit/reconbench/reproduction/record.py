@@ -123,9 +123,11 @@ def _no_duplicates(pairs: list) -> dict:
 def verify_record(signed: SignedRecord, keys: dict[str, str]) -> str:
     """The reproducer's name; RecordError unless a listed key signed this very record."""
     try:
-        verify_payload(signed.record.model_dump(mode="json"), signed.signature.model_dump(), trusted_keys=list(keys))
+        key = verify_payload(signed.record.model_dump(mode="json"), signed.signature.model_dump())
     except SigningError as exc:
-        raise RecordError(f"{RECORD_FILE}: {str(exc).replace('the team', 'the maintainers reproducer')}") from None
+        raise RecordError(f"{RECORD_FILE}: {exc}") from None
+    if signed.signature.public_key not in keys:
+        raise RecordError(f"{RECORD_FILE}: signed by key {key}, which is not a reproducer key listed by the maintainers")
     return keys[signed.signature.public_key]
 
 

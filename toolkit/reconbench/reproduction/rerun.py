@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
 from reconbench import __version__
-from reconbench.attack_source import ATTACK_DIR, source_problem
+from reconbench.attack_source import ATTACK_DIR, is_file_attack, source_problem
 from reconbench.io import sha256_file
 from reconbench.reproduction import tolerances
 from reconbench.reproduction.record import Comparison, ReproductionRecord, RunInfo
@@ -66,7 +66,7 @@ def load_entry(entry_dir: Path) -> Entry:
         raise ReproduceError(f"{folder / RESULT_FILE}: {exc}") from None
     attack = result.payload.attack
     if attack.source_sha256 is None:
-        if ":" in attack.code or attack.name not in ATTACKS:
+        if is_file_attack(attack.code) or attack.name not in ATTACKS:
             raise ReproduceError(f"{folder}: attack '{attack.name}' ({attack.code}) is not registered and the entry signs no "
                                  "attack source (source_sha256), so there is no code to re-run")
         spec = attack.name

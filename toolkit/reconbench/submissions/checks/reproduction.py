@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from reconbench.attack_source import ATTACK_DIR, source_problem
+from reconbench.attack_source import ATTACK_DIR, is_file_attack, source_problem
 from reconbench.reproduction.record import RECORD_FILE, RecordError, read_record, reproducer_keys, verify_record
 from reconbench.reproduction.rerun import payload_sha256
 from reconbench.submissions.checks.base import Check, CheckFailed, Context
@@ -32,7 +32,7 @@ def _source(ctx: Context) -> list[Check]:
     if attack.source_sha256 is None:
         if os.path.lexists(folder):
             raise CheckFailed(f"{ATTACK_DIR}/: present, but the payload signs no attack source (attack.source_sha256)")
-        if ":" in attack.code:
+        if is_file_attack(attack.code):
             return [Check("attack source", "warn", f"bring-your-own attack {attack.code} without its source: "
                                                    "it cannot be reproduced (evaluate again with this toolkit)")]
         return []
@@ -54,7 +54,7 @@ def _auto(ctx: Context) -> list[Check]:
     except ValueError:
         return []
     p = ctx.result.payload
-    registered = p.attack.source_sha256 is None and ":" not in p.attack.code and p.attack.name in ATTACKS
+    registered = p.attack.source_sha256 is None and not is_file_attack(p.attack.code) and p.attack.name in ATTACKS
     if budget <= 0 or not registered or ctx.track is None or ctx.track.status != "embedded":
         return []
     if p.provenance.wall_seconds > budget:
