@@ -26,6 +26,7 @@ from reconbench.isolation.parent import AttackMeta, AttackProcess
 from reconbench.isolation.parent import attack_spec as spec_of
 from reconbench.knowledge import Knowledge, build_knowledge, check_attack_fits
 from reconbench.metrics import score
+from reconbench.preflight import preflight
 from reconbench.results import (
     RECONSTRUCTIONS_FILE,
     AttackInfo,
@@ -165,7 +166,7 @@ def evaluate(
         choose_scenario(track, ATTACKS[attack_spec], scenario)
         ATTACKS[attack_spec](budget=budget, **(config or {}))
     key = load_private_key(key_path)  # fail before a long run, not after
-    torch_device = torch.device(device)
+    torch_device = preflight(device=device, out=out, weights_dir=weights_dir)
     source = attack_source(attack_spec)  # a bring-your-own attack's files, hashed before it runs
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
