@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -102,23 +103,33 @@ def _meta_of(cls: type[Attack]) -> AttackMeta:
 
 
 def attack_run(track: Track, attack: str | type[Attack], requested: str | Scenario | None, *, config: dict, seed: int,
-               device: torch.device, progress: Progress, budget: str = "default", isolate: bool = True) -> AttackRun:
+               device: torch.device, progress: Progress, budget: str = "default", isolate: bool = True,
+               prepare: Callable[[Knowledge], Knowledge] | None = None) -> AttackRun:
     """Choose the scenario, build its view, run the attack; returns the checked reconstructions.
 
     isolate=True (every evaluation): the attack runs in its own process (reconbench.isolation),
     which receives only the view. isolate=False runs it in this process; it exists as the
     reference for benchmarks/bench_isolation.py and is never used to make a result file.
+    prepare: evaluator-side code that turns the scenario's view into the one the attack gets (e.g.
+    a surrogate route: steal with the view's queries, hand over a white-box view of the stolen
+    model); the caller then chose `requested` itself and the attack's fit is not checked here.
+    AttackRun.knowledge is always the scenario's own view, whose counters the result records.
     """
     requested = str(requested) if requested is not None else None
+
+    def choose(meta: AttackMeta) -> Scenario:
+        return Scenario.parse(requested) if prepare is not None else choose_scenario(track, meta, requested)
+
     if not isolate:
         cls = load_attack(attack) if isinstance(attack, str) else attack
         meta = _meta_of(cls)
-        chosen = choose_scenario(track, meta, requested)
+        chosen = choose(meta)
         knowledge = build_knowledge(track, chosen, device=device, seed=seed)
+        view = prepare(knowledge) if prepare else knowledge
         instance = cls(budget=budget, **config)
         torch.manual_seed(seed)
-        rec = instance.run(knowledge, seed=seed, progress=progress)
-        return AttackRun(meta, dict(instance.config), chosen, _checked(track, meta, knowledge, rec.images, rec.labels), knowledge,
+        rec = instance.run(view, seed=seed, progress=progress)
+        return AttackRun(meta, dict(instance.config), chosen, _checked(track, meta, view, rec.images, rec.labels), knowledge,
                          instance.budget)
     spec = spec_of(attack)
     if spec in ATTACKS:
@@ -128,12 +139,13 @@ def attack_run(track: Track, attack: str | type[Attack], requested: str | Scenar
         # process starts (imports take seconds); a bring-your-own attack is never imported here.
         known = _meta_of(ATTACKS[spec]) if spec in ATTACKS else None
         meta = known or process.meta()
-        chosen = choose_scenario(track, meta, requested)
+        chosen = choose(meta)
         knowledge = build_knowledge(track, chosen, device=device, seed=seed)
+        view = prepare(knowledge) if prepare else knowledge
         if process.meta() != meta:
             raise AttackError(f"attack '{spec}': its process loaded a different attack ({process.meta().code})")
-        images, labels = process.run(knowledge, seed=seed, progress=progress)
-        return AttackRun(meta, dict(process.config), chosen, _checked(track, meta, knowledge, images, labels), knowledge,
+        images, labels = process.run(view, seed=seed, progress=progress)
+        return AttackRun(meta, dict(process.config), chosen, _checked(track, meta, view, images, labels), knowledge,
                          budget)
 
 

@@ -6,7 +6,7 @@ the process's life (audit hooks cannot be removed):
 - importing the evaluator's modules (their files cannot be opened): the registry, the Hub client,
   dataset loaders, metrics, submissions, the evaluation itself;
 - opening (from Python) the registry files, the target weights shipped in the package, the Hub
-  cache of the evaluator's environment, and /proc entries of any other process (the evaluator's
+  cache of the evaluator's environment, the cached Inception features of target sets, and /proc entries of any other process (the evaluator's
   memory, environment and open files);
 - starting programs (a new interpreter would have no hooks) and opening network connections;
 - looking up libc's file/process functions through ctypes.
@@ -54,6 +54,9 @@ def _protected_roots(extra: list[str]) -> list[str]:
     roots += [str(p) for p in (package / "data").rglob("*.safetensors")]
     home = Path.home()
     roots += [str(home / ".cache" / "huggingface")]
+    # Inception features of target sets, cached by the evaluator (reconbench.metrics.feature_cache).
+    cache = os.environ.get("RECONBENCH_CACHE")
+    roots += [str((Path(cache) if cache else home / ".cache" / "reconbench") / "features")]
     roots += [os.path.realpath(p) for p in extra if p]
     return roots
 

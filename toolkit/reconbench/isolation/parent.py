@@ -65,7 +65,9 @@ def attack_spec(attack: str | type) -> str:
 
 def _hub_paths() -> list[str]:
     """The evaluator's Hub cache folders, which the attack's process may not open."""
-    paths = [os.environ.get(v, "") for v in ("HF_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "XDG_CACHE_HOME")]
+    paths = [os.environ.get(v, "") for v in ("HF_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE")]
+    if os.environ.get("XDG_CACHE_HOME"):
+        paths.append(os.path.join(os.environ["XDG_CACHE_HOME"], "huggingface"))
     if "huggingface_hub" in sys.modules:
         paths.append(sys.modules["huggingface_hub"].constants.HF_HUB_CACHE)
     return [p for p in paths if p]
