@@ -101,7 +101,7 @@ def test_eta_is_hidden_during_warm_up():
 
 
 def test_recorded_command_leaves_out_local_paths():
-    from reconbench.cli import evaluate_command
+    from reconbench.api import evaluate_command
 
     cmd = evaluate_command("digits", "/home/me/private/lab/myattack.py:MyAttack", None, 3, "cpu", ["lr=0.1"])
     assert cmd == "recon-submit evaluate --track digits --attack myattack.py:MyAttack --seed 3 --device cpu --set lr=0.1"

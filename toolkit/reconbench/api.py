@@ -37,27 +37,30 @@ def run_attack(
 ) -> Reconstruction:
     """Run an attack on a track and return its reconstructions (|D_tar| images in [0, 1], labels).
 
-    `attack`: a built-in name, `path/to/file.py:ClassName`, or an Attack subclass (one defined in
-    a notebook works). The attack gets only its scenario's knowledge view, and runs in this process:
-    nothing is scored, signed or written (that is `evaluate`).
+    `attack`: a built-in name, `path/to/file.py:ClassName`, or an Attack subclass. As in `evaluate`,
+    the attack runs in its own process holding only its scenario's view; a class with no source
+    file (defined in a notebook or `python -c`) cannot be imported there, so it runs in this
+    process, which is fine for experiments and is why nothing is scored, signed or written here.
     """
-    import torch
-
-    from reconbench.attacks import Progress, enforce_size, load_attack
-    from reconbench.evaluation import choose_scenario
-    from reconbench.knowledge import build_knowledge
+    from reconbench.attacks import Progress, load_attack
+    from reconbench.evaluation import attack_run
     from reconbench.preflight import check_device
     from reconbench.tracks import get_track
 
     t = get_track(track)
     t.require_runnable()
-    cls = load_attack(attack)
-    chosen = choose_scenario(t, cls, scenario)
-    instance = cls(budget=budget, **(options or {}))  # bad options fail before anything is loaded
-    knowledge = build_knowledge(t, chosen, device=check_device(device), seed=seed)
-    torch.manual_seed(seed)
-    rec = instance.run(knowledge, seed=seed, progress=progress or Progress())
-    return enforce_size(rec, knowledge.target_size, knowledge.input_shape)
+    in_process = isinstance(attack, type) and not _has_source_file(attack)
+    if in_process:
+        load_attack(attack)  # the class rules (name, family, scenarios, run) before anything runs
+    run = attack_run(t, attack, scenario, config=dict(options or {}), seed=seed, device=check_device(device),
+                     progress=progress or Progress(), budget=budget, isolate=not in_process)
+    return run.reconstruction
+
+
+def _has_source_file(cls: type) -> bool:
+    import sys
+
+    return bool(getattr(sys.modules.get(cls.__module__), "__file__", None))
 
 
 def score(
@@ -148,19 +151,48 @@ def evaluate(
 ) -> EvaluationOutput:
     """Run, score, sign and write a result folder (what `recon-submit evaluate` does).
 
+    An Attack class is run from its source file (the attack runs in its own process), so a class
+    defined in a notebook cell must be saved to a file first: `run_attack` takes it as it is.
+
     `key`: the ed25519 private key file; by default keygen's, created on first use. `out`: the
     folder to create (it must not exist); by default ./recon-results/<entry-id>/. Returns
     EvaluationOutput: `.folder`, `.result.payload` (metrics, provenance), `.matches`.
     """
     from reconbench.evaluation import evaluate as run
+    from reconbench.isolation.parent import attack_spec
     from reconbench.signing import default_key_path, generate_key
 
+    import json
+
+    spec = attack_spec(attack)  # a class is run from its source file, in its own process
     key_path = Path(key) if key is not None else default_key_path()
     if key is None and not key_path.exists():
         generate_key(key_path)
+    if command is None:  # what the CLI would have been given; never sys.argv (it holds local paths)
+        sets = [f"{k}={json.dumps(v)}" for k, v in (options or {}).items()]
+        command = evaluate_command(track, spec, scenario, seed, device, sets, budget)
     return run(
-        track_id=track, attack_spec=attack, scenario=scenario, seed=seed, device=device,
+        track_id=track, attack_spec=spec, scenario=scenario, seed=seed, device=device,
         out=Path(out) if out is not None else None, key_path=key_path, config=dict(options or {}),
         progress=progress, command=command, weights_dir=Path(weights_dir) if weights_dir is not None else None,
         budget=budget,
     )
+
+
+def evaluate_command(track: str, attack: str, scenario: str | None, seed: int, device: str, overrides: list[str],
+                     budget: str = "default") -> str:
+    """The command line that reproduces a run. Local paths and keys are left out: they are the
+    runner's (an attack file is recorded by its name, `myattack.py:MyAttack`, not its folder)."""
+    import shlex
+
+    if ":" in attack and attack.split(":", 1)[0].endswith(".py"):
+        file, cls = attack.rsplit(":", 1)
+        attack = f"{Path(file).name}:{cls}"
+    args = ["recon-submit", "evaluate", "--track", track, "--attack", attack, "--seed", str(seed), "--device", device]
+    if budget != "default":
+        args += ["--budget", budget]
+    if scenario:
+        args += ["--scenario", scenario]
+    for item in overrides:
+        args += ["--set", item]
+    return shlex.join(args)

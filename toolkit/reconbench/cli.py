@@ -8,7 +8,6 @@ console.CliGroup: raise, don't print. A new command module: add its name to comm
 from __future__ import annotations
 
 import json
-import shlex
 import sys
 from pathlib import Path
 from typing import Optional
@@ -17,6 +16,8 @@ import typer
 from rich.table import Table
 
 from reconbench._version import __version__
+from reconbench.api import evaluate_command  # noqa: F401 - also used by reconbench.sweep
+from reconbench.commands.weights import apply_offline, offline_option, weights_dir_option
 from reconbench.console import CliGroup, console, escape, fail, rich_task
 
 app = typer.Typer(
@@ -52,23 +53,6 @@ def parse_overrides(items: list[str]) -> dict:
     return config
 
 
-def evaluate_command(track: str, attack: str, scenario: str | None, seed: int, device: str, overrides: list[str],
-                     budget: str = "default") -> str:
-    """The command line that reproduces a run. Local paths and keys are left out: they are the
-    runner's (an attack file is recorded by its name, `myattack.py:MyAttack`, not its folder)."""
-    if ":" in attack and attack.split(":", 1)[0].endswith(".py"):
-        file, cls = attack.rsplit(":", 1)
-        attack = f"{Path(file).name}:{cls}"
-    args = ["recon-submit", "evaluate", "--track", track, "--attack", attack, "--seed", str(seed), "--device", device]
-    if budget != "default":
-        args += ["--budget", budget]
-    if scenario:
-        args += ["--scenario", scenario]
-    for item in overrides:
-        args += ["--set", item]
-    return shlex.join(args)
-
-
 @app.command()
 def evaluate(
     track: str = typer.Option("digits", help="track id (see `recon-submit tracks`)"),
@@ -80,13 +64,15 @@ def evaluate(
     key: Optional[Path] = typer.Option(None, help="ed25519 private key (default: keygen's, created on first use)"),
     set_: list[str] = typer.Option([], "--set", help="attack option, key=value (repeatable; applied on top of --budget; `recon-submit attacks NAME` lists the options, types and defaults)"),
     budget: str = typer.Option("default", help="budget preset: quick (a minute on digits), default, paper (the paper's full budget)"),
-    weights_dir: Optional[Path] = typer.Option(None, help="folder with Inception/AlexNet weights for FID/LPIPS"),
+    weights_dir: Optional[Path] = weights_dir_option(),
+    offline: bool = offline_option(),
     quiet: bool = typer.Option(False, help="no progress bar"),
 ) -> None:
     """Run an attack on a track, score it, and write a signed result folder.
 
     Example: recon-submit evaluate --track digits --attack mi-face --budget quick --out runs/mi-face
     """
+    apply_offline(offline)
     from reconbench.api import evaluate as run
     from reconbench.attacks import Progress
     from reconbench.signing import default_key_path, generate_key
