@@ -14,7 +14,7 @@ import pytest
 from cli_process import one_error_line, recon
 
 ATTACKS = textwrap.dedent('''
-    import os, signal
+    import os, time
     from pathlib import Path
     import torch
     from reconbench.attacks.base import Attack, Reconstruction
@@ -48,10 +48,10 @@ ATTACKS = textwrap.dedent('''
         def run(self, knowledge, *, seed, progress):
             return torch.zeros(3, 1, 8, 8), torch.zeros(3, dtype=torch.int64)
 
-    class Interrupt(Boom):
+    class Slow(Boom):
         def run(self, knowledge, *, seed, progress):
-            os.kill(os.getpid(), signal.SIGINT)
-            signal.pause()
+            Path(os.environ["MARKER"]).write_text("ran")
+            time.sleep(120)
 ''')
 
 
@@ -73,20 +73,20 @@ def test_error_raised_inside_the_attack_names_the_attack_file_and_line(work):
     proc, marker = _evaluate(work, "Boom")
     line = one_error_line(proc)
     assert marker.exists()  # it did run, and failed inside
-    assert line.startswith("the attack 'boom' failed at ") and "att.py:14: ValueError: exploded on purpose" in line, line
+    assert "attack 'boom' failed" in line and "ValueError: exploded on purpose" in line and "att.py:14" in line, line
     assert proc.returncode == 1
 
 
 def test_debug_shows_the_traceback(work):
     proc, _ = _evaluate(work, "Boom", "--debug")
     assert proc.returncode != 0
-    assert "Traceback" in proc.stderr and 'raise ValueError("exploded on purpose")' in proc.stderr
+    assert "Traceback" in proc.stderr and "exploded on purpose" in proc.stderr
 
 
 def test_refused_knowledge_is_reported_from_the_attack(work):
     proc, _ = _evaluate(work, "Peek")
     line = one_error_line(proc)
-    assert "the attack 'boom' failed at" in line and "gives no auxiliary data" in line and "att.py:" in line
+    assert "gives no auxiliary data" in line and "attack 'boom'" in line and "att.py:" in line, line
 
 
 def test_run_returning_a_tuple_is_one_line(work):
@@ -95,18 +95,35 @@ def test_run_returning_a_tuple_is_one_line(work):
 
 
 def test_ctrl_c_says_nothing_was_written(work):
-    proc, _ = _evaluate(work, "Interrupt")
-    assert proc.returncode == 130
-    assert proc.stderr.strip().splitlines()[-1].startswith("interrupted: nothing was written")
-    assert "Traceback" not in proc.stderr and not (work / "out-Interrupt").exists()
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from cli_process import TOOLKIT
+
+    marker = work / "ran-Slow"
+    env = {**os.environ, "PYTHONPATH": str(TOOLKIT), "MARKER": str(marker)}
+    proc = subprocess.Popen([sys.executable, "-m", "reconbench.cli", "evaluate", "--attack", "att.py:Slow", "--quiet",
+                             "--out", str(work / "out-Slow")], cwd=work, env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    while not marker.exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.2)
+    assert marker.exists(), "the attack never started"
+    proc.send_signal(signal.SIGINT)  # what Ctrl-C sends to the command
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert stderr.strip().splitlines()[-1].startswith("interrupted: nothing was written"), stderr
+    assert "Traceback" not in stderr and not (work / "out-Slow").exists()
 
 
 def test_bad_attack_class_is_refused_before_running(work):
     proc, marker = _evaluate(work, "Magic")
-    assert one_error_line(proc) == "att.py:Magic: family 'magic' must be one of optimization, training, analysis"
+    assert "att.py:Magic: family 'magic' must be one of optimization, training, analysis" in one_error_line(proc)
     assert not marker.exists()
     proc, marker = _evaluate(work, "NoRun")
-    assert one_error_line(proc).startswith("att.py:NoRun: the class does not implement run()")
+    assert "att.py:NoRun: the class does not implement run()" in one_error_line(proc)
 
 
 def test_class_attribute_rules(work):

@@ -37,11 +37,7 @@ def enforce_size(rec: Reconstruction, target_size: int, input_shape: tuple[int, 
     More than |D_tar| is refused: selecting among extra candidates is the attack's job and must
     not use the target set, so the harness will not pick for it.
     """
-    if not isinstance(rec, Reconstruction):
-        raise AttackError(f"the attack's run() returned a {type(rec).__name__}, not a Reconstruction(images, labels)")
-    if not (isinstance(rec.images, torch.Tensor) and isinstance(rec.labels, torch.Tensor)):
-        raise AttackError("Reconstruction(images, labels) must hold two torch tensors")
-    check_value_ranges(rec)
+    check_reconstruction(rec)
     images, labels = rec.images.detach(), rec.labels.detach().to(torch.int64)
     if images.ndim != 4 or tuple(images.shape[1:]) != tuple(input_shape):
         raise AttackError(f"reconstructions must be (N, {', '.join(map(str, input_shape))}), got {tuple(images.shape)}")
@@ -63,6 +59,15 @@ def enforce_size(rec: Reconstruction, target_size: int, input_shape: tuple[int, 
 # Pixels a little outside [0, 1] (an optimiser's overshoot) are clamped; further out means another
 # scale (0-255, or tanh's [-1, 1]) and clamping would silently binarise or halve the image.
 PIXEL_TOLERANCE = 0.5
+
+
+def check_reconstruction(rec: object) -> None:
+    """What run() returned is a Reconstruction of two tensors whose values mean what they say."""
+    if not isinstance(rec, Reconstruction):
+        raise AttackError(f"the attack's run() returned a {type(rec).__name__}, not a Reconstruction(images, labels)")
+    if not (isinstance(rec.images, torch.Tensor) and isinstance(rec.labels, torch.Tensor)):
+        raise AttackError("Reconstruction(images, labels) must hold two torch tensors")
+    check_value_ranges(rec)
 
 
 def check_value_ranges(rec: Reconstruction) -> None:

@@ -33,7 +33,10 @@ def reproduce(
     weights_dir: Optional[Path] = typer.Option(None, help="folder with Inception/AlexNet weights for FID/LPIPS"),
     quiet: bool = typer.Option(False, help="no progress bar"),
 ) -> None:
-    """Re-run an entry from its signed provenance; compare every metric with the claim within tolerances."""
+    """Re-run an entry from its signed provenance; compare every metric with the claim within tolerances.
+
+    Example: recon-submit reproduce submissions/my-lab/ENTRY
+    """
     from reconbench.attacks import Progress
     from reconbench.cli import USER_ERRORS
     from reconbench.reproduction.record import RecordError

@@ -28,7 +28,8 @@ def apply_offline(offline: bool) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    group = typer.Typer(help="Backbone weights of FID/PRDC (InceptionV3) and LPIPS (AlexNet): fetch, status.",
+    group = typer.Typer(help="Backbone weights of FID/PRDC (InceptionV3) and LPIPS (AlexNet): fetch, status.\n\n"
+                             "Example: recon-submit weights status",
                         no_args_is_help=True)
     app.add_typer(group, name="weights")
     group.command("fetch")(fetch)
@@ -40,7 +41,10 @@ def fetch(
                                          "(default: $RECONBENCH_WEIGHTS_MIRROR, else the official addresses)"),
     quiet: bool = typer.Option(False, help="no progress bar"),
 ) -> None:
-    """Download the official backbone files, check size and sha256, convert them to safetensors in the cache."""
+    """Download the official backbone files, check size and sha256, convert them to safetensors in the cache.
+
+    Example: recon-submit weights fetch
+    """
     from reconbench.metrics.download import WeightsError, fetch as fetch_one, source_url
     from reconbench.metrics.weights import all_pinned, downloads_allowed
 
@@ -61,7 +65,10 @@ def fetch(
 def status(
     cache_key: bool = typer.Option(False, "--cache-key", help="print only a key naming the pinned files (for CI caches)"),
 ) -> None:
-    """Say which backbone files are present, where, and with which digest."""
+    """Say which backbone files are present, where, and with which digest.
+
+    Example: recon-submit weights status
+    """
     from reconbench.metrics.weights import FETCH_COMMAND, all_pinned, load_weights, weights_cache_dir
     from reconbench.metrics.weights import cache_key as key
 

@@ -82,6 +82,15 @@ class RemoteProgress:
 
 
 def _where(exc: BaseException) -> str:
+    """file:line of the attack's own code that failed (reconbench.errors.attack_origin); else the
+    innermost frame, except for the toolkit's checks of the result (their message says it all)."""
+    from reconbench.errors import attack_origin
+
+    origin = attack_origin(exc.__traceback__)
+    if origin is not None:
+        return f"{os.path.basename(origin[1])}:{origin[2]}"
+    if type(exc).__name__ == "AttackError":
+        return ""
     frames = traceback.extract_tb(exc.__traceback__)
     return f"{os.path.basename(frames[-1].filename)}:{frames[-1].lineno}" if frames else ""
 
@@ -136,6 +145,7 @@ def serve(conn: Connection) -> None:
 
     torch.set_num_threads(int(start["threads"]))
     from reconbench.attacks import load_attack
+    from reconbench.attacks.base import check_reconstruction
 
     if ":" in start["spec"]:  # a bring-your-own attack may import the modules beside it
         sys.path.insert(0, os.path.dirname(os.path.abspath(start["spec"].rsplit(":", 1)[0])))
@@ -148,6 +158,7 @@ def serve(conn: Connection) -> None:
     knowledge = _build_view(conn, view)
     torch.manual_seed(view["seed"])
     rec = attack.run(knowledge, seed=view["seed"], progress=RemoteProgress(conn))
+    check_reconstruction(rec)  # before the casts below: uint8 pixels or float labels are refused, not converted
     images = rec.images.detach().float().cpu().numpy()
     labels = rec.labels.detach().cpu().numpy().astype("int64")
     protocol.send(conn, {"op": "result", "config": dict(attack.config)}, images, labels)

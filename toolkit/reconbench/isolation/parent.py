@@ -74,10 +74,10 @@ def _hub_paths() -> list[str]:
 
 
 def _child_env(scratch: Path) -> dict[str, str]:
-    import reconbench
-
     env = {k: v for k, v in os.environ.items() if not any(s in k.upper() for s in ("TOKEN", "SECRET", "PASSWORD"))}
-    package_root = str(Path(reconbench.__file__).resolve().parent.parent)  # the same toolkit as this process
+    # the same toolkit as this process: toolkit/ above reconbench/isolation/parent.py (no `import
+    # reconbench`, which would put the package's top level, and with it the API, below this module)
+    package_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join([package_root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     env.update({
         "HF_HUB_OFFLINE": "1", "HF_HOME": str(scratch / "hf"), "HF_HUB_CACHE": str(scratch / "hf" / "hub"),
@@ -165,9 +165,9 @@ class AttackProcess:
             raise AttackError(f"attack '{self._name()}': its process broke the protocol: {exc}") from None
         if header["op"] == "error":
             kind, message = protocol.text(header.get("type"), 100), protocol.text(header.get("message"))
-            if kind in CHILD_ERRORS:
-                raise CHILD_ERRORS[kind](message)
             where = protocol.text(header.get("where"), 200)
+            if kind in CHILD_ERRORS:  # a refused view or budget: say which attack line asked for it
+                raise CHILD_ERRORS[kind](message + (f" (attack '{self._name()}' at {where})" if where else ""))
             raise AttackError(f"attack '{self._name()}' failed: {kind}: {message}" + (f" (at {where})" if where else ""))
         return header, arrays
 

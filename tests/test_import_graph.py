@@ -1,0 +1,129 @@
+"""The house has no circles (issue 15 item 14): read every module's imports (with ast, nothing is
+executed) and fail on an import circle, or on an attack that imports what only the evaluator may
+use (the registry, track files, data, the Hub client, the metrics).
+
+Every import counts, also one inside a function (a lazy import is still a dependency); imports under
+`if TYPE_CHECKING:` do not (they never run).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "toolkit" / "reconbench"
+ROOT = "reconbench"
+
+# What an attack may not reach: these lead to the target set (load_splits) or the evaluator's side.
+FORBIDDEN_FOR_ATTACKS = ("reconbench.tracks", "reconbench.track_files", "reconbench.data", "reconbench.hub",
+                         "reconbench.metrics", "reconbench.zoo", "reconbench.evaluation", "reconbench.submissions")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _type_checking_only(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def imports(path: Path, modules: set[str]) -> set[str]:
+    """The package modules `path` imports (`from pkg import sub` is an edge to pkg.sub only)."""
+    name = module_name(path)
+    is_pkg = path.name == "__init__.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _type_checking_only(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".") if is_pkg else name.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            submodules = {f"{target}.{a.name}" for a in node.names} & modules  # `from pkg import submodule`
+            found.update(submodules)
+            if len(submodules) < len(node.names):  # names defined in `target` itself
+                found.add(target)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return {m for m in found if m in modules and m != name}
+
+
+def graph() -> dict[str, set[str]]:
+    files = [p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts]
+    modules = {module_name(p) for p in files}
+    return {module_name(p): imports(p, modules) for p in files}
+
+
+def cycles(g: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def strong(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(g.get(v, ())):
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    import sys
+
+    sys.setrecursionlimit(10_000)
+    for v in sorted(g):
+        if v not in index:
+            strong(v)
+    return out
+
+
+
+
+def test_no_import_circles():
+    found = cycles(graph())
+    assert not found, "import circles:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_attacks_do_not_import_the_evaluators_side():
+    g = graph()
+    bad = {m: sorted(d for d in deps if d.startswith(FORBIDDEN_FOR_ATTACKS))
+           for m, deps in g.items() if m.startswith("reconbench.attacks.")}
+    bad = {m: d for m, d in bad.items() if d}
+    assert not bad, f"attacks importing the registry, data, Hub or metrics: {bad}"
+
+
+def test_the_reader_sees_lazy_imports_and_ignores_type_checking(tmp_path):
+    """The graph reader itself: a function-level import is an edge; TYPE_CHECKING is not."""
+    g = graph()
+    assert "reconbench.zoo.loading" in g["reconbench.track_files"]  # imported inside load_splits
+    assert "reconbench.data.arrays" not in g["reconbench.track_files"]  # only under TYPE_CHECKING
+    assert "reconbench.track_files" not in g["reconbench.tracks"] and "reconbench.zoo.loading" not in g["reconbench.tracks"]
