@@ -145,6 +145,21 @@ def test_hostile_files(study, tmp_path):
     assert "not a regular file" in failure(check_study(folder, board))
 
 
+def test_entries_must_be_submitted_and_of_one_target_set(study, tmp_path):
+    from reconbench.judge.selection import StudyInputError
+
+    _, root, _, _ = study
+    loose = tmp_path / "recon-results" / "run"
+    shutil.copytree(next((root / TEAM).glob("*deepdream*")), loose)
+    with pytest.raises(StudyInputError, match="not an entry folder submissions/<team>/"):
+        plan_study([next((root / TEAM).glob("*deepinversion*")), loose], options(targets=2))
+    dynamic = REPO / "submissions" / TEAM
+    with pytest.raises(StudyInputError, match="differs from"):
+        plan_study([next(dynamic.glob("*deepinversion*")), next(dynamic.glob("*updates-leak*"))], options(targets=2))
+    with pytest.raises(StudyInputError, match="2 to 6 entries"):
+        plan_study([next(dynamic.glob("*deepinversion*"))], options(targets=2))
+
+
 def test_command_line(study, tmp_path):
     _, root, key, honest = study
     runner = CliRunner()
