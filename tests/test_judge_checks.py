@@ -95,6 +95,12 @@ def _worse_candidate(p):
     t["candidates"][1].update(rec_index=int(same[j]), mse=float(mse[j]), psnr=psnr(float(mse[j])))
 
 
+def _drop_vote(p):
+    """A vote the publisher dislikes, marked invalid (its answer text kept)."""
+    v = p["targets"][0]["votes"]["random"][0]
+    v["position"] = v["condition"] = None
+
+
 def _prompt(p):
     p["prompt"] = p["prompt"].replace("more similar", "less similar")
 
@@ -107,6 +113,7 @@ def _prompt(p):
     (_worse_candidate, "highest-PSNR"),
     (_prompt, "not the SoK's prompt"),
     (lambda p: p.update(title="evil \u202etxt.exe"), "without control or format characters"),
+    (_drop_vote, "position does not match the answers"),
 ])
 def test_forged_and_re_signed_studies_fail(study, tmp_path, mutate, reason):
     folder, board = forged(study, tmp_path, mutate)
