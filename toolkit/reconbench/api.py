@@ -103,7 +103,7 @@ def score(
     if len(labels) == 0:
         raise FileFormatError(f"{what}: no reconstructions")
     return run_score(np.ascontiguousarray(images), labels, target.images, target.labels, device=device,
-                     weights_dir=weights_dir)
+                     weights_dir=weights_dir, track=t)
 
 
 def _as_arrays(reconstructions) -> tuple[np.ndarray, np.ndarray, str]:

@@ -37,6 +37,9 @@ VALUE_RANGES = {
     "ssim": (-1.0, 1.0),
     "lpips": (0.0, 10.0),
     "fid": (0.0, 1e5),
+    "acc_top1": (0.0, 1.0),
+    "acc_top5": (0.0, 1.0),
+    "knn_dist": (0.0, math.inf),
 }
 
 
