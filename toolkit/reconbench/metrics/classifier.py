@@ -98,7 +98,7 @@ def track_evaluator(track) -> tuple[Evaluator | None, str | None]:
         from reconbench.hub import HubError
         from reconbench.io import FileFormatError, sha256_file
         from reconbench.models import load_model
-        from reconbench.tracks import embedded_file
+        from reconbench.track_files import embedded_file
 
         try:
             if track.source is not None and track.source.kind == "hub":  # published with the zoo's target

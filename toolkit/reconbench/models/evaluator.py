@@ -32,28 +32,13 @@ import torch
 from torch import nn
 
 from reconbench.data.arrays import ArraySet
+from reconbench.models.eval_cnn import EvalCNN  # noqa: F401 - re-exported
 
 FILE = "digits/eval-cnn.safetensors"
 RECIPE = "python -m reconbench.models.evaluator"
 
 
-class EvalCNN(nn.Module):
-    """conv32-conv64-pool-conv128-GAP -> 128-d feature -> linear; no BatchNorm, dropout in training."""
-
-    def __init__(self, in_channels: int = 1, num_classes: int = 10, width: int = 32):
-        super().__init__()
-        self.features = nn.Sequential(
-            nn.Conv2d(in_channels, width, 3, padding=1), nn.ReLU(),
-            nn.Conv2d(width, 2 * width, 3, padding=1), nn.ReLU(),
-            nn.MaxPool2d(2),
-            nn.Conv2d(2 * width, 4 * width, 3, padding=1), nn.ReLU(),
-            nn.AdaptiveAvgPool2d(1), nn.Flatten(),
-        )
-        self.dropout = nn.Dropout(0.2)
-        self.fc = nn.Linear(4 * width, num_classes)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc(self.dropout(self.features(x)))
+# The architecture lives in eval_cnn.py (the model registry imports it; this recipe imports the registry).
 
 
 def training_set() -> ArraySet:

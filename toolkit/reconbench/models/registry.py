@@ -11,7 +11,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from reconbench.io import FileFormatError, atomic_path
-from reconbench.models.evaluator import EvalCNN
+from reconbench.models.eval_cnn import EvalCNN
 from reconbench.models.small import HomogeneousMLP, SmallCNN
 from reconbench.models.vgg import VGG16
 
