@@ -161,8 +161,12 @@ def main() -> None:
     try:
         serve(conn)
     except BaseException as exc:  # one clear message back to the evaluator, whatever happened
+        from reconbench.errors import describe  # the CLI's one-line form: "the attack 'x' failed at file:line: ..."
+
         try:
-            protocol.send(conn, {"op": "error", "type": type(exc).__name__, "message": protocol.text(str(exc)), "where": _where(exc)})
+            protocol.send(conn, {"op": "error", "type": type(exc).__name__, "message": protocol.text(str(exc)),
+                                 "where": _where(exc), "line": protocol.text(describe(exc)),
+                                 "traceback": protocol.text("".join(traceback.format_exception(exc)), 20000)})
         except Exception:
             pass
         sys.exit(1)
