@@ -135,7 +135,7 @@ def serve(conn: Connection) -> None:
     import torch
 
     torch.set_num_threads(int(start["threads"]))
-    from reconbench.attacks import load_attack
+    from reconbench.attacks import enforce_size, load_attack
 
     if ":" in start["spec"]:  # a bring-your-own attack may import the modules beside it
         sys.path.insert(0, os.path.dirname(os.path.abspath(start["spec"].rsplit(":", 1)[0])))
@@ -148,6 +148,8 @@ def serve(conn: Connection) -> None:
     knowledge = _build_view(conn, view)
     torch.manual_seed(view["seed"])
     rec = attack.run(knowledge, seed=view["seed"], progress=RemoteProgress(conn))
+    # The same checks as the evaluator's (which repeats them on what arrives): clear messages from here.
+    rec = enforce_size(rec, knowledge.target_size, knowledge.input_shape)
     images = rec.images.detach().float().cpu().numpy()
     labels = rec.labels.detach().cpu().numpy().astype("int64")
     protocol.send(conn, {"op": "result", "config": dict(attack.config)}, images, labels)
