@@ -29,6 +29,7 @@ from reconbench.results import (
     ReconstructionsInfo,
     ResultFile,
     Signature,
+    SurrogateInfo,
     TargetIdentity,
     git_state,
     make_entry_id,
@@ -70,10 +71,11 @@ def device_name(device: torch.device) -> str:
 
 
 def run_attack(track: Track, attack_cls: type[Attack], scenario: Scenario, *, config: dict, seed: int,
-               device: torch.device, progress: Progress, budget: str = "default"):
-    """Build the scenario's knowledge view and run the attack; returns (reconstruction, knowledge)."""
+               device: torch.device, progress: Progress, budget: str = "default", knowledge=None):
+    """Build the scenario's knowledge view (unless given one) and run the attack; returns
+    (attack, reconstruction, knowledge)."""
     attack = attack_cls(budget=budget, **config)  # options validated before anything is loaded
-    knowledge = build_knowledge(track, scenario, device=device, seed=seed)
+    knowledge = knowledge or build_knowledge(track, scenario, device=device, seed=seed)
     torch.manual_seed(seed)
     rec = attack.run(knowledge, seed=seed, progress=progress)
     rec = enforce_size(rec, knowledge.target_size, knowledge.input_shape)
@@ -96,20 +98,38 @@ def evaluate(
     command: str | None = None,
     weights_dir: Path | None = None,
     budget: str = "default",
+    surrogate: str | None = None,
 ) -> EvaluationOutput:
     track = get_track(track_id)
     track.require_runnable()
     attack_cls = load_attack(attack_spec)
-    chosen = choose_scenario(track, attack_cls, scenario)
+    if surrogate:  # a white-box attack in a black-box cell, through a stolen model (reconbench.surrogate)
+        from reconbench.surrogate import route
+
+        chosen = route.choose_cell(track, attack_cls, scenario, surrogate)
+        config, surrogate_config = route.split_config(config or {})
+        route.resolve_options(route.SURROGATES[surrogate], budget, surrogate_config)
+    else:
+        chosen = choose_scenario(track, attack_cls, scenario)
     attack_cls(budget=budget, **(config or {}))  # bad options fail here, before a long run
     key = load_private_key(key_path)  # fail before a long run, not after
     torch_device = torch.device(device)
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
-    attack, rec, knowledge = run_attack(
-        track, attack_cls, chosen, config=config or {}, seed=seed, device=torch_device, progress=progress or Progress(),
-        budget=budget,
-    )
+    stolen = None
+    if surrogate:
+        knowledge = build_knowledge(track, chosen, device=torch_device, seed=seed)
+        stolen = route.steal(track, knowledge, surrogate, budget=budget, overrides=surrogate_config, seed=seed,
+                             progress=progress or Progress())
+        attack, rec, _ = run_attack(
+            track, attack_cls, route.white_box_cell(chosen), config=config or {}, seed=seed, device=torch_device,
+            progress=progress or Progress(), budget=budget, knowledge=route.surrogate_view(knowledge, stolen.model),
+        )
+    else:
+        attack, rec, knowledge = run_attack(
+            track, attack_cls, chosen, config=config or {}, seed=seed, device=torch_device, progress=progress or Progress(),
+            budget=budget,
+        )
     wall = time.perf_counter() - t0
     finished = datetime.now(timezone.utc)
 
@@ -161,6 +181,11 @@ def evaluate(
             finished=finished,
             wall_seconds=round(wall, 3),
             queries=knowledge.query.queries if chosen.access == "black-box" else None,
+        ),
+        surrogate=None if stolen is None else SurrogateInfo(
+            method=stolen.method, architecture=stolen.architecture, budget=stolen.budget, config=stolen.config,
+            queries=stolen.queries, attack_view=str(route.white_box_cell(chosen)),
+            **dict(zip(("agreement", "agreement_images"), route.agreement(track, stolen.model, torch_device))),
         ),
     )
     signature = Signature(**sign_payload(payload.model_dump(mode="json"), key))

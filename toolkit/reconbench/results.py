@@ -62,6 +62,20 @@ class AttackInfo(Strict):
     )
 
 
+class SurrogateInfo(Strict):
+    """How a white-box attack ran in a black-box cell: the surrogate stolen first (reconbench.surrogate)."""
+
+    method: Literal["dfme", "aux"]
+    architecture: Annotated[str, StringConstraints(max_length=80)]
+    budget: Literal["quick", "default", "paper"]
+    config: dict[Annotated[str, StringConstraints(max_length=80)], ConfigValue] = Field(default_factory=dict)
+    queries: Annotated[int, Field(ge=0)] = Field(description="target queries spent on stealing (images)")
+    agreement: Annotated[float, Field(ge=0, le=1)] = Field(description="top-1 agreement with the target on the test split")
+    agreement_images: Annotated[int, Field(gt=0)]
+    attack_view: Annotated[str, StringConstraints(pattern=r"^static/white-box/(none|similar|same)$")] = Field(
+        description="the attack's view: white-box on the surrogate")
+
+
 class TargetIdentity(Strict):
     model_sha256: Sha256
     target_set_sha256: Sha256 = Field(description="content hash of D_tar (the update set in dynamic scenarios)")
@@ -107,6 +121,7 @@ class Payload(Strict):
     metrics: dict[str, MetricResult]
     reconstructions: ReconstructionsInfo
     provenance: Provenance
+    surrogate: SurrogateInfo | None = Field(None, exclude_if=_absent, description="set when run through a stolen surrogate")
 
     @field_validator("metrics")
     @classmethod
