@@ -84,7 +84,7 @@ def register(app: typer.Typer) -> None:
         offline: bool = offline_option(),
         paths_from: Optional[Path] = typer.Option(None, help="file listing paths (one a line, or NUL-separated)"),
         summary: Optional[Path] = typer.Option(None, help="also append the Markdown report to this file"),
-        judgements: Path = typer.Option(Path("judgements"), help="the judge studies folder (checked too)"),
+        judgements: Optional[Path] = typer.Option(None, help="judge studies folder, checked too (default: judgements/ beside --root)"),
     ) -> None:
         """Check submissions: structure, schema, signature, registry, reconstructions, re-score, copies, duplicates."""
         apply_offline(offline)
@@ -98,6 +98,7 @@ def register(app: typer.Typer) -> None:
             selected = (selected or []) + _read_paths(paths_from)
         from reconbench.judge import report as studies  # judge studies: reconbench.judge.check
 
+        judgements = judgements or root.parent / "judgements"
         selected, study_paths, board = studies.split_paths(selected, judgements)
         study_reports = studies.run(study_paths, judgements, root)
         if not board:
@@ -110,11 +111,12 @@ def register(app: typer.Typer) -> None:
         if format == "text":
             render_text(report, console)
         else:
-            sys.stdout.write(render_markdown(report) if format == "markdown" else render_json(report))
+            sys.stdout.write(render_markdown(report) if format == "markdown"
+                             else studies.merge_json(render_json(report), study_reports))
         if summary is not None:
             with open(summary, "a", encoding="utf-8") as f:
                 f.write(render_markdown(report) + studies.render(study_reports, "markdown", console))
-        if format != "json":  # json: one document per run, so the studies' report only when alone
+        if format != "json":  # json: merged into the one document above
             sys.stdout.write(studies.render(study_reports, format, console))
         if not report.ok or not all(r.ok for r in study_reports):
             raise typer.Exit(1)
