@@ -49,6 +49,18 @@ class EmbeddedSource(BaseModel):
     model_file: str  # inside the package's data folder
 
 
+class NearCopy(BaseModel):
+    """Near-copy thresholds calibrated from the track's public data (reconbench.submissions.nearcopy)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pixel_mse: float
+    structure: float
+    percentile: float
+    pool_sha256: str
+    derivation: str
+
+
 class Track(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -72,6 +84,7 @@ class Track(BaseModel):
     test_accuracy: float | None = None
     memorization: float | None = None
     recipe: str | None = None
+    near_copy: NearCopy | None = None
 
     def scenario_list(self) -> list[Scenario]:
         return [Scenario.parse(s) for s in self.scenarios]

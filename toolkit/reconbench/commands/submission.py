@@ -89,10 +89,9 @@ def register(app: typer.Typer) -> None:
 
         if format not in FORMATS:
             fail(f"--format must be one of {', '.join(FORMATS)}")
-        selected: list[Path] | None = list(paths) if paths else None
-        if paths_from is not None:
-            selected = (selected or []) + _read_paths(paths_from)
-        report = validate_board(selected, root, rescore=not no_rescore, device=device, weights_dir=weights_dir)
+        selected = _read_paths(paths_from) if paths_from is not None else None
+        report = validate_board(selected, root, rescore=not no_rescore, device=device, weights_dir=weights_dir,
+                                explicit=list(paths) if paths else None)
         if format == "text":
             render_text(report, console)
         else:

@@ -30,11 +30,12 @@ from reconbench.leaderboard.frame import (
     best_per_dataset,
     entries_frame,
     last_update,
+    listed,
     rank_metric,
     ranked,
     sort_board,
 )
-from reconbench.leaderboard.gallery import TargetSets, entry_gallery
+from reconbench.leaderboard.gallery import TargetSets, entry_gallery, near_copy_evidence
 from reconbench.leaderboard.pages import Pages
 
 log = logging.getLogger(__name__)
@@ -77,10 +78,12 @@ def load_reports(root: Path, *, rescore: bool, device: str) -> list:
 
 
 def attack_catalogue(frame: pd.DataFrame) -> list[dict]:
-    """Registered attacks (iterating the live registry), then unregistered names seen in entries."""
+    """Registered attacks only (iterating the live registry). A name that is not registered comes
+    from an entry's own text: it never gets a page, a nav item or a badge (one entry must not add
+    to the site's structure); it shows only on its entries' pages."""
     from reconbench.attacks import ATTACKS
 
-    counts = ranked(frame)["attack"].value_counts().to_dict()
+    counts = listed(frame)["attack"].value_counts().to_dict()
     out = []
     for name in sorted(ATTACKS):
         cls = ATTACKS[name]
@@ -91,20 +94,12 @@ def attack_catalogue(frame: pd.DataFrame) -> list[dict]:
             scenarios=list(cls.scenarios), defaults=dict(getattr(cls, "defaults", {}) or {}),
             code=cls.code_reference(), codes=[], summary=doc.split("\n\n")[0].replace("\n", " "), count=counts.get(name, 0),
         ))
-    seen = frame.dropna(subset=["attack"])
-    for name, group in seen[~seen["attack"].isin(ATTACKS)].groupby("attack", sort=True):
-        first = group.iloc[0]
-        out.append(dict(
-            name=name, registered=False, paper=first["paper"], family=first["family"], version=first["attack_version"],
-            scenarios=sorted(group["scenario"].dropna().unique()), defaults={}, code=None,
-            codes=sorted(group["code"].dropna().unique()), summary="", count=counts.get(name, 0),
-        ))
     return out
 
 
 def board_metrics(rows: pd.DataFrame) -> list[str]:
     """The board's metric columns: the SoK's four, plus LPIPS when any row has it."""
-    return [m for m in BOARD_METRICS if m != "lpips" or rows["lpips"].notna().any()]
+    return [m for m in BOARD_METRICS if m != "lpips" or rows["lpips"].notna().any() or rows["lpips_claimed"].notna().any()]
 
 
 def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleries: bool = True,
@@ -128,7 +123,7 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
     if not unknown.empty:  # the validator should have failed these; never rank them here
         log.warning("%d entries name tracks outside the registry; not ranked", len(unknown))
         frame.loc[unknown.index, ["trust", "trust_rank"]] = ["failed", 0]
-    board = sort_board(ranked(frame))
+    board = sort_board(listed(frame))
     timings["frame"] = time.perf_counter() - t1
 
     pages = Pages()
@@ -159,6 +154,7 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
         track_views.append(view)
         failed = int(((frame["track"] == track.id) & (frame["trust"] == "failed")).sum())
         pages.page(f"leaderboards/{track.id}.md", "leaderboard.md.j2", track=track, rows=rows,
+                   ranked_count=int(rows["position"].notna().sum()) if len(rows) else 0,
                    metrics=board_metrics(rows), rank_metric=rank_metric(rows), failed=failed,
                    family=view["family"], memo_chart=view["memo_chart"], quality_chart=view["quality_chart"])
     for key, members in families.items():  # nav: a family of several sizes is a sub-section
@@ -200,10 +196,11 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
             gallery_seconds += time.perf_counter() - g0
             if gallery is not None:
                 files[row["gallery"]] = gallery.png
+        evidence = near_copy_evidence(report, row, files) if galleries else None
         team = report.team_info
         pages.page(
             row["page"], "entry.md.j2", row=row, result=report.result, checks=list(report.checks or []),
-            title=Path(row["page"]).stem, gallery=gallery,
+            title=Path(row["page"]).parent.name, gallery=gallery, evidence=evidence,
             team_name=row["team_name"], team_links=list(getattr(team, "links", None) or []),
             team_contact=getattr(team, "contact", None), readme_text=getattr(report, "readme", None),
         )

@@ -90,7 +90,7 @@ def memorization_figure(frame: pd.DataFrame, track, tracks: list) -> go.Figure |
     fig = go.Figure()
     visible_by_metric: dict[str, list[bool]] = {m: [] for m in metrics}
     for metric in metrics:
-        for attack, group in data.groupby("attack", sort=True):
+        for attack, group in data.groupby("attack_label", sort=True):
             best_rows = []
             for track_id, per_track in group.groupby("track"):
                 per_track = per_track[per_track[metric].notna()]
@@ -160,7 +160,7 @@ def quality_diversity_figure(frame: pd.DataFrame, title_suffix: str = "") -> go.
     if data.empty:
         return None
     fig = go.Figure()
-    for attack, group in data.groupby("attack", sort=True):
+    for attack, group in data.groupby("attack_label", sort=True):
         fig.add_trace(go.Scatter(
             x=list(100 * group[f"{COVERAGE_METRIC}_coverage"]),
             y=list(group[metric]),

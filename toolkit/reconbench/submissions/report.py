@@ -15,7 +15,7 @@ from reconbench.submissions.validate import BoardReport, EntryReport
 
 ICON = {"pass": "✅", "fail": "❌", "not-run": "⏭️", "warn": "⚠️"}
 STYLE = {"pass": "green", "fail": "bold red", "not-run": "dim", "warn": "yellow"}
-TRUST_STYLE = {"failed": "bold red", "signed": "yellow", "re-scored": "bold green", "reproduced": "bold cyan"}
+TRUST_STYLE = {"failed": "bold red", "held": "bold yellow", "signed": "yellow", "re-scored": "bold green", "reproduced": "bold cyan"}
 MAX_DETAILS = 20
 
 
@@ -51,6 +51,8 @@ def _text_footer(report: BoardReport, console: Console) -> None:
         console.print(f"[bold red]outside the submissions folder:[/] {escape(p)}")
     for p in report.removed:
         console.print(f"[dim]removed (nothing to validate): {escape(p)}[/]")
+    for p in report.empty:
+        console.print(f"[bold red]error:[/] {escape(p)} holds no entry (is the path right?)")
     counts = summary_counts(report)
     entries = sum(1 for r in report.entries if r.entry_id)
     text = ", ".join(f"{n} {t}" for t, n in sorted(counts.items())) or "nothing to validate"
@@ -92,6 +94,8 @@ def render_markdown(report: BoardReport) -> str:
         lines.append(f"- ❌ outside the submissions folder: {md(p)}")
     for p in report.removed:
         lines.append(f"- removed (nothing to validate): {md(p)}")
+    for p in report.empty:
+        lines.append(f"- ❌ {md(p)} holds no entry (is the path right?)")
     if not report.entries and not report.outside:
         lines.append("Nothing to validate.")
     return "\n".join(lines).rstrip() + "\n"
@@ -105,5 +109,6 @@ def render_json(report: BoardReport) -> str:
         "other": [r.to_dict() for r in report.entries if not r.entry_id],
         "outside": report.outside,
         "removed": report.removed,
+        "empty": report.empty,
     }
     return json.dumps(data, indent=2, ensure_ascii=True) + "\n"

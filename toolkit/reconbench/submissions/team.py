@@ -97,6 +97,8 @@ def read_capped(path: Path, cap: int) -> bytes:
         raise TeamError(f"{path}: cannot be read ({exc.strerror})") from None
     if not stat.S_ISREG(st.st_mode):
         raise TeamError(f"{path}: not a regular file")
+    if st.st_nlink > 1:
+        raise TeamError(f"{path}: has {st.st_nlink} hard links (refused: it may be a file outside submissions/)")
     if st.st_size > cap:
         raise TeamError(f"{path}: {st.st_size} bytes, over the {cap}-byte limit")
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)

@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 Status = Literal["pass", "fail", "not-run", "warn"]
 # "reproduced" is never assigned by the validator: it needs someone else to re-run the attack from
 # the recorded code, seed and config and sign a result within tolerance (DESIGN.md, Trust).
-TrustLevel = Literal["failed", "signed", "re-scored", "reproduced"]
+# "held": near-copies of public images (checks/nearcopies.py); listed with the evidence, never ranked.
+TrustLevel = Literal["failed", "held", "signed", "re-scored", "reproduced"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,8 @@ class Context:
     labels: np.ndarray | None = None
     rescored: bool = False  # every claimed metric recomputed and within tolerance
     unverified: list[str] = field(default_factory=list)  # claimed metrics that could not be recomputed here
+    held_reason: str | None = None  # set by the near-copy check: the entry is listed, not ranked
+    evidence: dict = field(default_factory=dict)  # near-copy evidence: flagged, total, rows (checks/nearcopies.py)
 
     @property
     def entry_dir(self) -> Path:

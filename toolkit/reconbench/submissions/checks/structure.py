@@ -77,6 +77,9 @@ def file_problems(path: Path, allowed: tuple[str, ...], where: str) -> list[str]
         return [f"{where}/{name}/: sub-folders are not allowed here"]
     if not stat.S_ISREG(st.st_mode):
         return [f"{where}/{name}: not a regular file (FIFO, socket or device)"]
+    if st.st_nlink > 1:
+        # git cannot carry one, but a local build can: the same inode may be a file outside submissions/
+        return [f"{where}/{name}: has {st.st_nlink} hard links (refused: it may be a file outside submissions/)"]
     problems = []
     suffix = os.path.splitext(path.name)[1].lower()
     if is_hidden(path.name):
