@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 
 import numpy as np
 import pytest
@@ -16,7 +15,7 @@ from safetensors.numpy import save_file
 from reconbench.data.digits import digits_splits
 from reconbench.io import sha256_file
 from reconbench.results import load_reconstructions
-from submission_helpers import failure, fresh_board, status
+from submission_helpers import failure, fresh_board, git, status
 
 
 @pytest.fixture
@@ -177,12 +176,6 @@ def test_thresholds_in_the_registry_are_the_calibration():
 
 # ---------------------------------------------------------------- first come, first served (item 6)
 
-def git(root, *args):
-    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True,
-                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org",
-                        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org"})
-
-
 def committed(board):
     git(board.root, "init", "-q")
     git(board.root, "add", "-A")
@@ -260,3 +253,63 @@ def test_without_history_the_earlier_finish_wins(board):
     assert reports[board.entry].trust == "signed" and failure(reports[twin]).name == "duplicates"
     assert "provenance finished time" in failure(reports[twin]).message
     assert finished
+
+
+# ---------------------------------------------------------------- keys are history (item 8)
+
+def set_key_dates(board, team, **dates):
+    from reconbench.submissions.team import load_team, write_team
+
+    t = load_team(board.root / team)
+    data = t.model_dump()
+    data["records"] = [{**r, **dates} for r in data["records"]]
+    write_team(board.root / team, type(t).model_validate(data))
+
+
+def test_key_changes_are_flagged_for_review(board, tmp_path):
+    from reconbench.submissions.report import render_markdown
+
+    base = tmp_path / "base-submissions"
+    shutil.copytree(board.root, base)
+    add_team(board, "beta", [alpha_public(board), (board.beta_key.parent / "beta.pem.pub").read_text().split()[-1]])
+    report = board.validate([board.root / "beta" / "team.toml"], base_root=base)
+    (change,) = report.key_changes
+    assert change.team == "beta" and change.change == "added" and change.also_listed_by == ("alpha",)
+    text = render_markdown(report)
+    assert "Maintainer review required" in text and "maintainer review required" in change.text()
+    shutil.rmtree(board.root / "beta")
+    assert [(c.team, c.change) for c in board.validate(base_root=base).key_changes] == [("beta", "removed")]
+    assert board.validate(base_root=base).key_changes and not board.validate().key_changes  # only vs a base
+
+
+def test_submit_writes_the_date_a_key_was_added(board):
+    import datetime
+
+    from reconbench.submissions.team import load_team
+
+    record = load_team(board.root / "alpha").records[0]
+    assert record.added == datetime.datetime.now(datetime.timezone.utc).date()
+    assert "added = " in (board.root / "alpha" / "team.toml").read_text()
+
+
+def test_entries_stay_valid_with_a_key_removed_after_them(board):
+    import datetime
+
+    finished = datetime.date.fromisoformat(board.payload()["provenance"]["finished"][:10])
+    set_key_dates(board, "alpha", added=finished, removed=finished + datetime.timedelta(days=1))
+    assert board.only().trust == "signed"  # it was listed on the entry's day
+    set_key_dates(board, "alpha", added=finished, removed=finished)
+    check = failure(board.only())
+    assert check.name == "signature" and "lists only from" in check.message and f"until {finished}" in check.message
+
+
+def test_a_pull_request_cannot_use_a_removed_key(board, tmp_path):
+    import datetime
+
+    base = tmp_path / "base-submissions"
+    shutil.copytree(board.root, base)
+    shutil.rmtree(base / "alpha" / board.entry.name)  # the entry is new in the pull request
+    today = datetime.datetime.now(datetime.timezone.utc).date()
+    set_key_dates(board, "alpha", added=today - datetime.timedelta(days=9), removed=today)
+    check = failure(next(r for r in board.validate(base_root=base).entries if r.path == board.entry))
+    assert check.name == "signature" and f"reached the board on {today}" in check.message

@@ -83,8 +83,10 @@ def register(app: typer.Typer) -> None:
         paths_from: Optional[Path] = typer.Option(None, help="file listing paths (one a line, or NUL-separated)"),
         summary: Optional[Path] = typer.Option(None, help="also append the Markdown report to this file"),
         judgements: Path = typer.Option(Path("judgements"), help="the judge studies folder (checked too)"),
+        base_root: Optional[Path] = typer.Option(None, help="the base branch's submissions folder: flag key changes"),
     ) -> None:
-        """Check submissions: structure, schema, signature, registry, reconstructions, re-score, copies, duplicates."""
+        """Check submissions: structure, schema, signature, registry, reconstructions, re-score, copies,
+        near-copies, duplicates; with --base-root, flag every team key added or removed."""
         from reconbench.submissions import validate_board
         from reconbench.submissions.report import render_json, render_markdown, render_text
 
@@ -108,7 +110,8 @@ def register(app: typer.Typer) -> None:
         kept = set(selected or [])
         report = validate_board(None if from_file is None else [p for p in from_file if p in kept], root,
                                 rescore=not no_rescore, device=device, weights_dir=weights_dir,
-                                explicit=[p for p in explicit if p in kept] or None if explicit else None)
+                                explicit=[p for p in explicit if p in kept] or None if explicit else None,
+                                base_root=base_root)
         if format == "text":
             render_text(report, console)
         else:

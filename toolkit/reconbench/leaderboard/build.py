@@ -4,7 +4,8 @@ Generated docs paths (none of them exist in git):
     leaderboards/index.md, leaderboards/<track>.md      the boards (combined, per track)
     charts.md                                          the Plotly views of every track
     attacks/index.md, attacks/<attack>.md              the attacks and their entries
-    entries/<team>/<entry>.md, entries/<team>/<entry>.png   entry pages and their galleries
+    entries/<team>/<entry>/index.md, .../gallery.png,   entry pages, galleries and near-copy evidence,
+    .../near-copies.png                                each entry's files in a folder of its own
     downloads.md, downloads/*                          JSON, CSV, schema, shields.io badges
 and the named fragments the hand-written pages embed with `<!-- rb:NAME -->`:
     home-best, home-updated (site/index.md), taxonomy-table, metric-table (site/methodology.md),
@@ -23,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 from markupsafe import Markup
 
-from reconbench.leaderboard import charts, downloads
+from reconbench.leaderboard import baselines, charts, downloads
 from reconbench.leaderboard.frame import (
     BOARD_METRICS,
     attack_page,
@@ -125,6 +126,12 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
         frame.loc[unknown.index, ["trust", "trust_rank"]] = ["failed", 0]
     board = sort_board(listed(frame))
     timings["frame"] = time.perf_counter() - t1
+    t_ref = time.perf_counter()
+    references = baselines.all_baselines(tracks)  # cached on disk by target-set hash
+    for track_id, refs in references.items():
+        for ref in refs:
+            ref["track"] = track_id
+    timings["baselines"] = time.perf_counter() - t_ref
 
     pages = Pages()
     files: dict[str, str | bytes] = {}
@@ -140,20 +147,23 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
     for key, members in families.items():
         members.sort(key=lambda t: t.train_size)
         has_entries = board["track"].isin([t.id for t in members]).any()
-        fig = charts.memorization_figure(frame, members[0], tracks) if has_entries else None
+        family_refs = [r for t in members for r in references.get(t.id, [])]
+        fig = charts.memorization_figure(frame, members[0], tracks, family_refs) if has_entries else None
         memo_by_family[key] = Markup(charts.chart_html(fig, "chart-memo-" + "-".join(filter(None, key))))
     track_views = []
     for track in tracks:
         rows = sort_board(board[board["track"] == track.id])
-        quality = charts.quality_diversity_figure(rows, f" ({track.id})") if len(rows) else None
+        quality = charts.quality_diversity_figure(rows, f" ({track.id})", references.get(track.id, [])) if len(rows) else None
         view = dict(
             track=track, count=len(rows), family=charts.family_title(track),
             memo_chart=memo_by_family[charts.family_key(track)],
             quality_chart=Markup(charts.chart_html(quality, f"chart-quality-{track.id}")),
         )
         track_views.append(view)
+        frame.loc[rows.index, "position"] = rows["position"]  # the place on its track's board (exports)
         failed = int(((frame["track"] == track.id) & (frame["trust"] == "failed")).sum())
         pages.page(f"leaderboards/{track.id}.md", "leaderboard.md.j2", track=track, rows=rows,
+                   references=references.get(track.id, []),
                    ranked_count=int(rows["position"].notna().sum()) if len(rows) else 0,
                    metrics=board_metrics(rows), rank_metric=rank_metric(rows), failed=failed,
                    family=view["family"], memo_chart=view["memo_chart"], quality_chart=view["quality_chart"])
@@ -166,6 +176,7 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
         for key, members in families.items()
     ]
     pages.page("leaderboards/index.md", "combined.md.j2", families=combined_families, rows=board,
+               references=[r for refs in references.values() for r in refs],
                metrics=board_metrics(board), failed=frame[frame["trust"] == "failed"])
     chart_sections = [
         dict(title=charts.family_title(members[0]), memo_chart=memo_by_family[key],
@@ -208,7 +219,7 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
     timings["galleries"] = gallery_seconds
 
     # --- downloads
-    files[downloads.JSON_FILE] = downloads.leaderboard_json(frame)
+    files[downloads.JSON_FILE] = downloads.leaderboard_json(frame, references)
     files[downloads.CSV_FILE] = downloads.leaderboard_csv(frame)
     schema = downloads.schema_json()
     files[downloads.SCHEMA_FILE] = schema

@@ -38,7 +38,7 @@ COLUMNS = [
     "attack", "attack_version", "family", "paper", "code", "registered",
     "date", "toolkit_version", "git_commit", "git_dirty", "seed", "device", "hardware", "command",
     "wall_seconds", "queries", "count",
-    "attack_label", "held_reason",
+    "attack_label", "held_reason", "position",
 ] + [f"{m}{suffix}" for m in METRICS for suffix in ("", "_coverage", "_note", "_claimed", "_claimed_coverage")]
 
 

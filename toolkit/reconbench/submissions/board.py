@@ -22,7 +22,7 @@ import os
 import stat
 import subprocess
 from collections import defaultdict
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from pathlib import Path
 
 from reconbench.results import RECONSTRUCTIONS_FILE, RESULT_FILE, ResultError, parse_result_json, payload_dict
@@ -33,15 +33,16 @@ from reconbench.submissions.team import Team, TeamError, load_team
 _NEVER = datetime.max.replace(tzinfo=timezone.utc)
 
 
-def git_first_added(root: Path) -> dict[Path, int]:
-    """entry folder -> topological index of the first commit that added one of its files; {} without git."""
+def git_first_added(root: Path) -> dict[Path, tuple[int, int]]:
+    """entry folder -> (topological index, committer time) of the first commit that added one of its
+    files; {} without git."""
     try:
         top = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel"], capture_output=True,
                              text=True, timeout=30)
         if top.returncode != 0:
             return {}
         log = subprocess.run(["git", "-C", str(root), "log", "--topo-order", "--reverse", "--no-renames",
-                              "--diff-filter=A", "--format=%x00%H", "--name-only", "-z", "--", "."],
+                              "--diff-filter=A", "--format=%x00%H %ct", "--name-only", "-z", "--", "."],
                              capture_output=True, timeout=120)
     except (OSError, subprocess.SubprocessError):
         return {}
@@ -49,14 +50,15 @@ def git_first_added(root: Path) -> dict[Path, int]:
         return {}
     base = Path(top.stdout.strip())
     root = lexical(root)
-    first: dict[Path, int] = {}
-    index = -1
+    first: dict[Path, tuple[int, int]] = {}
+    index, when = -1, 0
     for token in log.stdout.decode("utf-8", "surrogateescape").split("\0"):
         token = token.strip("\n")
         if not token:
             continue
-        if len(token) == 40 and all(c in "0123456789abcdef" for c in token):
-            index += 1  # a commit line (format %x00%H)
+        head = token.split(" ")
+        if len(head) == 2 and len(head[0]) == 40 and all(c in "0123456789abcdef" for c in head[0]) and head[1].isdigit():
+            index, when = index + 1, int(head[1])  # a commit line (format %x00%H %ct)
             continue
         path = lexical(base / token)
         try:
@@ -64,20 +66,22 @@ def git_first_added(root: Path) -> dict[Path, int]:
         except ValueError:
             continue
         if len(rel.parts) >= 3:  # <team>/<entry>/<file>
-            first.setdefault(root / rel.parts[0] / rel.parts[1], index)
+            first.setdefault(root / rel.parts[0] / rel.parts[1], (index, when))
     return first
 
 
 class Board:
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, base_root: Path | None = None):
         self.root = lexical(root)
+        # the base branch's submissions/ (a pull request's CI): entries not there arrive today
+        self.base_root = lexical(base_root) if base_root is not None else None
         self._built = False
         self._sha: dict[str, list[Path]] = defaultdict(list)
         self._ids: dict[str, list[Path]] = defaultdict(list)
         self._keys: dict[str, set[str]] = defaultdict(set)
         self._info: dict[Path, dict] = {}
         self._entries = 0
-        self._git: dict[Path, int] = {}
+        self._git: dict[Path, tuple[int, int]] = {}
         self._spaces: dict[Path, object] = {}
 
     def _team(self, folder: Path, cache: dict[Path, Team | None]) -> Team | None:
@@ -130,8 +134,21 @@ class Board:
         self._build()
         info = self._info.get(entry)
         finished = info["finished"] if info else _NEVER
-        index = self._git.get(entry)
+        index = self._git.get(entry, (None, 0))[0]
         return (0 if index is not None else 1, index if index is not None else 0, finished, str(entry))
+
+    def entry_day(self, entry: Path) -> date:
+        """The day an entry reached the board, for key dates (team.py): today for an entry a pull
+        request adds (not in the base branch's folder; its commit dates are the author's to write);
+        else the day of its first commit; else (no history) the day its provenance says it finished."""
+        self._build()
+        today = datetime.now(timezone.utc).date()
+        if self.base_root is not None and not os.path.lexists(self.base_root / entry.relative_to(self.root)):
+            return today
+        if entry in self._git:
+            return datetime.fromtimestamp(self._git[entry][1], timezone.utc).date()
+        info = self._info.get(entry)
+        return info["finished"].date() if info else today
 
     def how_first(self, entry: Path) -> str:
         self._build()

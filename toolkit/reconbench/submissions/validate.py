@@ -22,6 +22,7 @@ from pathlib import Path
 
 from reconbench.results import ResultFile
 from reconbench.submissions.board import Board
+from reconbench.submissions.keys import key_changes
 from reconbench.submissions.checks import (
     copies,
     duplicates,
@@ -90,6 +91,8 @@ class BoardReport:
     removed: list[str] = field(default_factory=list)  # given paths whose entry is gone (deleted)
     # explicit paths (typed on the command line) that hold no entry: a typo must not read "OK"
     empty: list[str] = field(default_factory=list)
+    # keys added to / removed from existing teams vs the base branch: maintainer review required
+    key_changes: list = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -142,8 +145,8 @@ def run_checks(unit: Unit, root: Path, board: Board, *, rescore: bool = True, de
 
 
 def validate_board(paths: list[Path] | None = None, root: Path = DEFAULT_ROOT, *, rescore: bool = True,
-                   device: str = "cpu", weights_dir: Path | None = None, explicit: list[Path] | None = None
-                   ) -> BoardReport:
+                   device: str = "cpu", weights_dir: Path | None = None, explicit: list[Path] | None = None,
+                   base_root: Path | None = None) -> BoardReport:
     """Validate every unit under `root`, or only those the given paths touch (a pull request's diff).
 
     `explicit` paths are validated too, but each must select at least one entry: a path typed by a
@@ -153,11 +156,13 @@ def validate_board(paths: list[Path] | None = None, root: Path = DEFAULT_ROOT, *
     selection: Selection = all_units(root) if paths is None and explicit is None else select(given, root)
     empty = [show(str(p)) for p in explicit or [] if not any(u.entry_id for u in select([p], root).units)
              and show(str(p)) not in selection.outside]
-    board = Board(root)
+    board = Board(root, base_root)
     reports = [run_checks(u, root, board, rescore=rescore, device=device, weights_dir=weights_dir)
                for u in selection.units]
     reports.sort(key=lambda r: (not r.is_entry, r.team, r.entry_id, str(r.path)))
-    return BoardReport(entries=reports, outside=selection.outside, removed=selection.removed, empty=empty)
+    changes = key_changes(root, base_root) if base_root is not None else []
+    return BoardReport(entries=reports, outside=selection.outside, removed=selection.removed, empty=empty,
+                       key_changes=changes)
 
 
 def validate_entries(paths: list[Path] | None = None, root: Path = DEFAULT_ROOT, *, rescore: bool = True,
