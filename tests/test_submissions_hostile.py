@@ -313,3 +313,30 @@ def test_a_pull_request_cannot_use_a_removed_key(board, tmp_path):
     set_key_dates(board, "alpha", added=today - datetime.timedelta(days=9), removed=today)
     check = failure(next(r for r in board.validate(base_root=base).entries if r.path == board.entry))
     assert check.name == "signature" and f"reached the board on {today}" in check.message
+
+
+# ---------------------------------------------------------------- names and exports (items 5, 7)
+
+@pytest.mark.parametrize("entry_id", ["digits-x.", "digits..x", "aux", "con.png"])
+def test_entry_names_that_could_collide_are_refused(board, entry_id):
+    twin = board.root / "alpha" / entry_id
+    shutil.copytree(board.entry, twin)
+    images, labels = load_reconstructions(board.recon)
+    replace_images(board, 255 - images, labels, entry=twin, entry_id=entry_id)
+    check = failure(report_of(board, twin))
+    assert check.name == "structure" and ("trailing dot" in check.message or "device name" in check.message)
+
+
+def test_csv_cells_that_would_be_formulas_are_neutralised():
+    import pandas as pd
+
+    from reconbench.leaderboard.downloads import EXPORT, leaderboard_csv
+
+    row = dict.fromkeys(EXPORT)
+    row.update(team="t", team_name="=HYPERLINK(\"https://evil.example\")", entry_id="e", command="@SUM(A1)",
+               paper="+1+2", hardware="-3+4", device="\tcpu", date=pd.NaT, ssim=-0.5)
+    text = leaderboard_csv(pd.DataFrame([row], columns=EXPORT))
+    cells = dict(zip(text.splitlines()[0].split(","), next(__import__("csv").reader(text.splitlines()[1:]))))
+    assert cells["team_name"].startswith("'=") and cells["command"] == "'@SUM(A1)"
+    assert cells["paper"] == "'+1+2" and cells["hardware"] == "'-3+4" and cells["device"].startswith("'")
+    assert cells["ssim"] == "-0.5"  # numbers stay numbers

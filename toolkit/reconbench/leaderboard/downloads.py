@@ -30,6 +30,7 @@ EXPORT = [
     # `<m>_claimed`: what the entry claims, verified or not.
 ] + [f"{m}{s}" for m in METRICS for s in ("", "_coverage", "_claimed", "_claimed_coverage")]
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet reads as the start of a formula
 TRUST_COLOR = {"reproduced": "brightgreen", "re-scored": "green", "signed": "yellow", "failed": "red"}
 
 
@@ -69,9 +70,11 @@ def leaderboard_csv(frame: pd.DataFrame) -> str:
     out["date"] = out["date"].map(lambda d: None if pd.isna(d) else d.isoformat())
     # A cell starting with = + - @ is a formula to a spreadsheet (CSV injection): team names and
     # commands come from contributors, so such text cells get a leading apostrophe.
+    # Every column whatever its dtype (pandas may store text as "str", not object: the old dtype test
+    # let formulas through); only str cells change.
     for col in out.columns:
-        if out[col].dtype == object:
-            out[col] = out[col].map(lambda v: "'" + v if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r") else v)
+        if not pd.api.types.is_numeric_dtype(out[col]) or out[col].dtype == object:
+            out[col] = out[col].map(lambda v: "'" + v if isinstance(v, str) and v[:1] in FORMULA_STARTS else v)
     return out.to_csv(index=False, lineterminator="\n")
 
 

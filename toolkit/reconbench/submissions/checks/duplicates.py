@@ -5,7 +5,8 @@ An entry fails only when an entry that reached the board *before* it has
   - the same reconstruction file (sha256), whatever the ids; or
   - near-duplicate reconstructions: more than DUPLICATE_SHARE of this entry's reconstructions are
     within the track's calibrated near-copy thresholds (submissions/nearcopy.py, the same two
-    spaces as the public-image check) of the earlier entry's reconstructions, on the same target set.
+    spaces as the public-image check) of an earlier entry's reconstructions, on the same target
+    set, when that entry belongs to another team.
 The message names the original. The earlier entry is never failed by a later one: a newcomer can
 never knock an entry off the board. The board is every other entry under the root whose
 result.json parses and whose signature verifies under its team's keys (an unsigned stray file
@@ -59,7 +60,11 @@ def check(ctx: Context) -> list[Check]:
         problems.append(f"the same reconstruction file (sha256 {payload.reconstructions.sha256[:16]}...) is already "
                         f"on the board as {_rel(ctx, same_file[0])}, which came first ({board.how_first(same_file[0])})")
     if not same_file and ctx.images is not None:
-        earlier = board.earlier(me, board.same_target(payload.track, payload.scenario.split("/")[0]))
+        # Another team's entries only: a team's own runs of one attack at other settings can be this close
+        # to each other (MI-Face at 12 and 40 iterations share half their images) and hurt nobody;
+        # byte-identical files are duplicates whoever holds them (above).
+        earlier = [e for e in board.earlier(me, board.same_target(payload.track, payload.scenario.split("/")[0]))
+                   if board.team_of(e) != ctx.unit.team]
         near = _near_duplicate(ctx, earlier)
         if near:
             problems.append(f"{near[1]:.0%} of the reconstructions are near-duplicates of those of {near[0]}, "

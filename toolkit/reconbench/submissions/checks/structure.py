@@ -152,12 +152,30 @@ def _team_problems(team_dir: Path) -> list[str]:
     return problems
 
 
+# Windows drops trailing dots and refuses these device names: on such a checkout (or a site built
+# there) two entries would share one folder. Each entry's site files live in a folder named by its id.
+_DEVICE_NAMES = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
+
+
+def colliding_name(name: str) -> str | None:
+    """Why an entry id could collide with another entry's (or the site's) files, or None."""
+    if name.endswith(".") or ".." in name:
+        return ("a trailing dot or '..' is dropped or collapsed on some file systems, so this entry could "
+                "share a folder with another; rename it (the entry_id is signed: evaluate again or re-sign)")
+    if name.split(".")[0] in _DEVICE_NAMES:
+        return f"'{name.split('.')[0]}' is a reserved device name on Windows; it cannot be a folder there"
+    return None
+
+
 def _entry_problems(entry_dir: Path) -> list[str]:
     where, problems, listable = _folder_problems(
         entry_dir, "entry", "not a folder", ENTRY_ID,
         "entry folder names are the entry_id: [a-z0-9][a-z0-9._-]{0,79}, ASCII only")
     if not listable:
         return problems
+    clash = colliding_name(entry_dir.name)
+    if clash:
+        problems.append(f"{where}: {clash}")
     names = sorted(os.listdir(entry_dir))
     for item in names:
         problems += file_problems(entry_dir / item, ENTRY_FILES, where)
