@@ -17,8 +17,8 @@ if TYPE_CHECKING:
     from reconbench.tracks import Track
 
 Status = Literal["pass", "fail", "not-run", "warn"]
-# "reproduced" is never assigned by the validator: it needs someone else to re-run the attack from
-# the recorded code, seed and config and sign a result within tolerance (DESIGN.md, Trust).
+# "reproduced" needs someone else to have re-run the attack from the signed code, seed and config
+# and signed a record within tolerance (checks/reproduction.py; DESIGN.md, Trust).
 # "held": near-copies of public images (checks/nearcopies.py); listed with the evidence, never ranked.
 TrustLevel = Literal["failed", "held", "signed", "re-scored", "reproduced"]
 
@@ -66,6 +66,7 @@ class Context:
     unverified: list[str] = field(default_factory=list)  # claimed metrics that could not be recomputed here
     held_reason: str | None = None  # set by the near-copy check: the entry is listed, not ranked
     evidence: dict = field(default_factory=dict)  # near-copy evidence: flagged, total, rows (checks/nearcopies.py)
+    reproduced: bool = False  # a valid reproduction record with verdict "reproduced" (checks/reproduction.py)
 
     @property
     def entry_dir(self) -> Path:
