@@ -119,11 +119,12 @@ def register(app: typer.Typer) -> None:
         if format == "text":
             render_text(report, console)
         else:
-            sys.stdout.write(render_markdown(report) if format == "markdown" else render_json(report))
+            sys.stdout.write(render_markdown(report) if format == "markdown"
+                             else studies.merge_json(render_json(report), study_reports))
         if summary is not None:
             with open(summary, "a", encoding="utf-8") as f:
                 f.write(render_markdown(report) + studies.render(study_reports, "markdown", console))
-        if format != "json":  # json: one document per run, so the studies' report only when alone
+        if format != "json":  # json: merged into the one document above
             sys.stdout.write(studies.render(study_reports, format, console))
         if not report.ok or not all(r.ok for r in study_reports):
             raise typer.Exit(1)
