@@ -157,6 +157,7 @@ def evaluate(
             finished=finished,
             wall_seconds=round(wall, 3),
             queries=knowledge.query.queries if chosen.access == "black-box" else None,
+            attack_facts=dict(rec.provenance) or None,
         ),
     )
     signature = Signature(**sign_payload(payload.model_dump(mode="json"), key))

@@ -21,10 +21,11 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
+from reconbench.cache import cache_root
+
 
 def default_cache_dir() -> Path:
-    root = os.environ.get("RECONBENCH_CACHE")
-    return (Path(root) if root else Path.home() / ".cache" / "reconbench") / "features"
+    return cache_root() / "features"
 
 
 def content_key(images: torch.Tensor) -> str:
