@@ -1,6 +1,6 @@
 # Two entry points for a fresh machine (see README):
 #   make evaluate   install, then run `recon-submit evaluate` on the embedded default
-#   make test       install with test extras, then run the test suite
+#   make test       install with the test and cluster (Ray) extras, then run the test suite
 # torch is installed first and pinned: an unpinned torch may pull several GB of CUDA wheels.
 PYTHON ?= python3
 VENV   ?= .venv
@@ -17,7 +17,7 @@ install: $(BIN)/python
 	$(BIN)/python -m pip install -q -e .
 
 install-test: $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e '.[test,cluster]'
 
 evaluate: install
 	$(BIN)/recon-submit evaluate

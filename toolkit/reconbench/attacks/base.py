@@ -11,13 +11,15 @@ from typing import Any, ClassVar, Literal
 
 import torch
 
+from reconbench.attacks.errors import AttackError
+from reconbench.attacks.options import BUDGETS, AttackOptions, Auto, Budget, PositiveInt, resolve_options
 from reconbench.knowledge import Knowledge
 
 Family = Literal["optimization", "training", "analysis"]
-
-
-class AttackError(Exception):
-    """An attack that is misconfigured, cannot be loaded, or returned malformed output."""
+__all__ = [  # Options pieces re-exported: attack authors import everything from here
+    "BUDGETS", "Attack", "AttackError", "AttackOptions", "Auto", "Budget", "Family", "PositiveInt", "Progress",
+    "Reconstruction", "class_balanced_labels", "enforce_size",
+]
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,11 @@ def enforce_size(rec: Reconstruction, target_size: int, input_shape: tuple[int, 
     More than |D_tar| is refused: selecting among extra candidates is the attack's job and must
     not use the target set, so the harness will not pick for it.
     """
+    if not isinstance(rec, Reconstruction):
+        raise AttackError(f"the attack's run() returned a {type(rec).__name__}, not a Reconstruction(images, labels)")
+    if not (isinstance(rec.images, torch.Tensor) and isinstance(rec.labels, torch.Tensor)):
+        raise AttackError("Reconstruction(images, labels) must hold two torch tensors")
+    check_value_ranges(rec)
     images, labels = rec.images.detach(), rec.labels.detach().to(torch.int64)
     if images.ndim != 4 or tuple(images.shape[1:]) != tuple(input_shape):
         raise AttackError(f"reconstructions must be (N, {', '.join(map(str, input_shape))}), got {tuple(images.shape)}")
@@ -56,6 +63,27 @@ def enforce_size(rec: Reconstruction, target_size: int, input_shape: tuple[int, 
     return Reconstruction(images.clamp(0, 1).float().cpu(), labels.cpu(), dict(rec.provenance))
 
 
+# Pixels a little outside [0, 1] (an optimiser's overshoot) are clamped; further out means another
+# scale (0-255, or tanh's [-1, 1]) and clamping would silently binarise or halve the image.
+PIXEL_TOLERANCE = 0.5
+
+
+def check_value_ranges(rec: Reconstruction) -> None:
+    """Refuse what clamping or casting would silently change: integer pixels, other scales, float labels."""
+    images, labels = rec.images, rec.labels
+    if not images.dtype.is_floating_point:
+        raise AttackError(f"images are {str(images.dtype).removeprefix('torch.')}: return floats in [0, 1] "
+                          "(for 0-255 images: images.float() / 255)")
+    if labels.dtype.is_floating_point or labels.dtype == torch.bool:
+        raise AttackError(f"labels are {str(labels.dtype).removeprefix('torch.')}: return int64 class indices "
+                          "(e.g. logits.argmax(1)); they are not rounded for you")
+    if images.numel() and torch.isfinite(images).all():
+        low, high = float(images.min()), float(images.max())
+        if low < -PIXEL_TOLERANCE or high > 1 + PIXEL_TOLERANCE:
+            hint = " (0-255 images: divide by 255)" if high > 2 else " ([-1, 1] images: (x + 1) / 2)" if low < -0.5 else ""
+            raise AttackError(f"pixel values span [{low:.3g}, {high:.3g}]: images must be floats in [0, 1]{hint}")
+
+
 class Progress:
     """A step counter the harness wires to a rich progress bar (or to nothing, in tests)."""
 
@@ -72,20 +100,27 @@ class Progress:
 
 
 class Attack(ABC):
-    """Subclass, set the class attributes, implement `run`. Config values override `defaults`."""
+    """Subclass, set the class attributes, declare `Options` (and `presets`), implement `run`.
+
+    `Attack(budget="quick", iterations=30)`: the Options' defaults, then the budget preset, then
+    the keyword overrides, validated (attacks/options.py). `self.config` is the plain dict of the
+    validated values; an attack may write a resolved "auto" budget back into it, so that the
+    result records what ran.
+    """
 
     name: ClassVar[str]
     paper: ClassVar[str]
     family: ClassVar[Family]
     scenarios: ClassVar[tuple[str, ...]]  # taxonomy cells it runs in, e.g. ("static/white-box/none",)
     version: ClassVar[str] = "1"
-    defaults: ClassVar[dict[str, Any]] = {}
+    Options: ClassVar[type[AttackOptions]] = AttackOptions
+    presets: ClassVar[dict[str, dict[str, Any]]] = {}  # "quick"/"paper" -> changed options; "default" = Options
+    variant: ClassVar[str] = ""  # a short note when the attack deviates from its paper (shown by `attacks NAME`)
+    defaults: ClassVar[dict[str, Any]] = {}  # old style, still accepted: Options derived from it
 
-    def __init__(self, **config: Any):
-        unknown = set(config) - set(self.defaults)
-        if unknown:
-            raise AttackError(f"attack '{self.name}' has no option(s) {', '.join(sorted(unknown))}")
-        self.config: dict[str, Any] = {**self.defaults, **config}
+    def __init__(self, budget: Budget = "default", **config: Any):
+        self.budget = budget
+        self.config: dict[str, Any] = resolve_options(type(self), budget, config)
 
     @abstractmethod
     def run(self, knowledge: Knowledge, *, seed: int, progress: Progress) -> Reconstruction:

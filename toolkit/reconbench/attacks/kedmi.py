@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from pydantic import Field
 
-from reconbench.attacks.base import Attack, Progress, Reconstruction, class_balanced_labels
+from reconbench.attacks.base import Attack, AttackOptions, Progress, Reconstruction, class_balanced_labels
 from reconbench.attacks.gan.architectures import architecture_for
 from reconbench.attacks.gan.cache import load_or_train, model_digest
 from reconbench.attacks.gan.common import aux_images, chunks, slot_generator
@@ -38,17 +39,16 @@ class KEDMI(Attack):
     paper = "Chen et al., Knowledge-Enriched Distributional Model Inversion Attacks, ICCV 2021"
     family = "optimization"
     scenarios = ("static/white-box/same", "static/white-box/similar")
-    defaults = {
-        "gan_epochs": 120,  # config/celeba.json epochs
-        "gan_batch_size": 64,  # batch_size
-        "gan_lr": 2e-4,  # lr; Adam betas (0.5, 0.999) in k+1_gan.py l.105-106
-        "n_critic": 5,  # n_critic
-        "entropy_weight": 1e-4,  # k+1_gan.py l.171
-        "iterations": 2400,  # recovery.py l.107 iter_times
-        "lr": 0.02,  # recovery.py l.107
-        "identity_weight": 100.0,  # lamda
-        "batch_size": 60,  # classes per optimisation batch (recovery.py); MBD couples a batch
-    }
+    class Options(AttackOptions):
+        gan_epochs: int = Field(120, ge=1, description="epochs of the K+1 GAN (config/celeba.json epochs)")
+        gan_batch_size: int = Field(64, ge=1, description="GAN batch (config/celeba.json batch_size)")
+        gan_lr: float = Field(2e-4, gt=0, description="Adam lr of G and D, betas (0.5, 0.999) (k+1_gan.py l.105-106)")
+        n_critic: int = Field(5, ge=1, description="a G step every n_critic D steps (config/celeba.json)")
+        entropy_weight: float = Field(1e-4, ge=0, description="weight of the fakes' class entropy in G's loss (k+1_gan.py l.171)")
+        iterations: int = Field(2400, ge=1, description="Adam steps on (mu, log_var) (recovery.py l.107 iter_times)")
+        lr: float = Field(0.02, gt=0, description="Adam lr (recovery.py l.107)")
+        identity_weight: float = Field(100.0, ge=0, description="lambda, weight of the target's cross-entropy (recovery.py lamda)")
+        batch_size: int = Field(60, ge=1, description="classes per optimisation batch (recovery.py: 60 identities); MBD couples a batch")
     presets = {
         "quick": {"gan_epochs": 40, "iterations": 300},
         "paper": {"gan_epochs": 120, "iterations": 2400},

@@ -21,8 +21,9 @@ when stored (G ends in tanh; the official code feeds its output unclamped, as he
 from __future__ import annotations
 
 import torch
+from pydantic import Field
 
-from reconbench.attacks.base import Attack, AttackError, Progress, Reconstruction, class_balanced_labels
+from reconbench.attacks.base import Attack, AttackError, AttackOptions, Progress, Reconstruction, class_balanced_labels
 from reconbench.attacks.gan.architectures import architecture_for
 from reconbench.attacks.gan.augment import plg_augment
 from reconbench.attacks.gan.cache import load_or_train, model_digest
@@ -47,19 +48,18 @@ class PLGMI(Attack):
     paper = "Yuan et al., Pseudo Label-Guided Model Inversion Attack via Conditional Generative Adversarial Network, AAAI 2023"
     family = "optimization"
     scenarios = ("static/white-box/same", "static/white-box/similar")
-    defaults = {
-        "top_n": 30,  # README: --top_n 30
-        "gan_iterations": 600,  # official 30,000 (--max_iteration, "paper" preset); scaled for 8x8 on a CPU
-        "gan_batch_size": 64,  # --batch_size
-        "gan_lr": 2e-4,  # --lr
-        "beta1": 0.0,  # --beta1
-        "beta2": 0.9,  # --beta2
-        "n_dis": 5,  # --n_dis
-        "alpha": 0.2,  # --alpha, weight of the inversion loss in G's step
-        "iterations": 300,  # reconstruct.py --iter_times (README 600, the "paper" preset); halved for a CPU
-        "lr": 0.1,  # reconstruct.py --lr (README 0.1)
-        "batch_size": 500,  # latents per forward pass; the result does not depend on it
-    }
+    class Options(AttackOptions):
+        top_n: int = Field(30, ge=1, description="aux images kept per class by the target's confidence (README --top_n 30)")
+        gan_iterations: int = Field(600, ge=1, description="cGAN iterations (1 G + n_dis D steps); official 30,000 (--max_iteration, paper preset), scaled for 8x8 on a CPU")
+        gan_batch_size: int = Field(64, ge=1, description="cGAN batch (--batch_size)")
+        gan_lr: float = Field(2e-4, gt=0, description="Adam lr of G and D (--lr)")
+        beta1: float = Field(0.0, ge=0, lt=1, description="Adam beta1 (--beta1)")
+        beta2: float = Field(0.9, ge=0, lt=1, description="Adam beta2 (--beta2)")
+        n_dis: int = Field(5, ge=1, description="D steps per G step (--n_dis)")
+        alpha: float = Field(0.2, ge=0, description="weight of the max-margin loss in G's step (--alpha)")
+        iterations: int = Field(300, ge=1, description="Adam steps on z; official 600 (README --iter_times, paper preset), halved for a CPU")
+        lr: float = Field(0.1, gt=0, description="Adam lr on z (README --lr 0.1)")
+        batch_size: int = Field(500, ge=1, description="latents per forward pass; the result does not depend on it")
     presets = {
         "quick": {"gan_iterations": 100, "iterations": 60},
         "paper": {"gan_iterations": 30000, "iterations": 600},

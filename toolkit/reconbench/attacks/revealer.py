@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from pydantic import Field
 
-from reconbench.attacks.base import Attack, Progress, Reconstruction, class_balanced_labels
+from reconbench.attacks.base import Attack, AttackOptions, Progress, Reconstruction, class_balanced_labels
 from reconbench.attacks.gan.architectures import architecture_for
 from reconbench.attacks.gan.cache import load_or_train
 from reconbench.attacks.gan.common import aux_images, chunks, slot_generator
@@ -36,22 +37,21 @@ class Revealer(Attack):
     paper = "Zhang et al., The Secret Revealer: Generative Model-Inversion Attacks Against Deep Neural Networks, CVPR 2020"
     family = "optimization"
     scenarios = ("static/white-box/same", "static/white-box/similar")
-    defaults = {
-        # GAN prior: celeba.json "GAN" block and train_gan.py
-        "gan_epochs": 280,  # celeba.json epochs
-        "gan_batch_size": 64,  # celeba.json batch_size
-        "gan_lr": 2e-4,  # celeba.json lr; Adam betas (0.5, 0.999) in train_gan.py l.74-75
-        "n_critic": 5,  # celeba.json n_critic
-        "gp_weight": 10.0,  # train_gan.py l.97
-        # latent optimisation: attack.py `inversion` signature (l.11) and loop
-        "iterations": 300,  # official iter_times 1500 ("paper" preset); fewer for 8x8 on a CPU
-        "lr": 0.02,  # lr
-        "momentum": 0.9,  # momentum
-        "identity_weight": 100.0,  # lamda
-        "restarts": 2,  # official `for random_seed in range(5)` (l.26, "paper" preset)
-        "clip": 1.0,  # clip_range (l.56)
-        "batch_size": 500,  # latents per forward pass; the result does not depend on it (see above)
-    }
+    class Options(AttackOptions):
+        # GAN prior: Celeba/celeba.json "GAN" block and train_gan.py
+        gan_epochs: int = Field(280, ge=1, description="WGAN-GP epochs over the aux images (celeba.json epochs)")
+        gan_batch_size: int = Field(64, ge=1, description="GAN batch (celeba.json batch_size)")
+        gan_lr: float = Field(2e-4, gt=0, description="Adam lr of G and D, betas (0.5, 0.999) (celeba.json, train_gan.py l.74-75)")
+        n_critic: int = Field(5, ge=1, description="a G step every n_critic critic steps (celeba.json)")
+        gp_weight: float = Field(10.0, ge=0, description="gradient-penalty weight (train_gan.py l.97)")
+        # latent search: attack.py `inversion` (l.11) and its loop
+        iterations: int = Field(300, ge=1, description="latent steps per restart; official iter_times 1500 (paper preset), fewer for 8x8 on a CPU")
+        lr: float = Field(0.02, gt=0, description="step size of the Nesterov-style update (attack.py lr)")
+        momentum: float = Field(0.9, ge=0, lt=1, description="momentum (attack.py)")
+        identity_weight: float = Field(100.0, ge=0, description="lambda, weight of the target's cross-entropy (attack.py lamda)")
+        restarts: int = Field(2, ge=1, description="random restarts, best kept per slot; official 5 (l.26, paper preset)")
+        clip: float = Field(1.0, gt=0, description="z clamped to [-clip, clip] after each step (attack.py clip_range)")
+        batch_size: int = Field(500, ge=1, description="latents per forward pass; the result does not depend on it")
     # "paper" = the official budget; the default keeps the official GAN length (280 epochs of 500
     # images are ~2,200 critic steps) and shortens the latent search; "quick" is for trying it out.
     presets = {
