@@ -187,3 +187,17 @@ def test_paper_64x64_networks_train_and_invert_one_step(name):
 @pytest.mark.parametrize("name", GAN_ATTACKS)
 def test_paper_64x64_networks_on_cuda(name):
     _run_faces(name, "cuda")
+
+
+def test_attack_facts_are_bounded_and_absent_facts_stay_out_of_the_signed_form():
+    from pydantic import ValidationError
+
+    from reconbench.results import Provenance
+
+    base = dict(toolkit_version="x", python="3", torch="2", device="cpu", hardware="h", seed=0, command="c",
+                started="2026-01-01T00:00:00Z", finished="2026-01-01T00:00:01Z", wall_seconds=1.0)
+    assert "attack_facts" not in Provenance(**base).model_dump(mode="json")  # old results verify unchanged
+    assert Provenance(**base, attack_facts={"prior_trained_in_this_run": True}).model_dump()["attack_facts"]
+    for bad in ({f"k{i}": 1 for i in range(33)}, {"k": "x" * 2001}, {"k" * 81: 1}, {"k": [1]}):
+        with pytest.raises(ValidationError):
+            Provenance(**base, attack_facts=bad)
