@@ -95,6 +95,12 @@ def _worse_candidate(p):
     t["candidates"][1].update(rec_index=int(same[j]), mse=float(mse[j]), psnr=psnr(float(mse[j])))
 
 
+def _drop_vote(p):
+    """A vote the publisher dislikes, marked invalid (its answer text kept)."""
+    v = p["targets"][0]["votes"]["random"][0]
+    v["position"] = v["condition"] = None
+
+
 def _prompt(p):
     p["prompt"] = p["prompt"].replace("more similar", "less similar")
 
@@ -107,6 +113,7 @@ def _prompt(p):
     (_worse_candidate, "highest-PSNR"),
     (_prompt, "not the SoK's prompt"),
     (lambda p: p.update(title="evil \u202etxt.exe"), "without control or format characters"),
+    (_drop_vote, "position does not match the answers"),
 ])
 def test_forged_and_re_signed_studies_fail(study, tmp_path, mutate, reason):
     folder, board = forged(study, tmp_path, mutate)
@@ -145,6 +152,21 @@ def test_hostile_files(study, tmp_path):
     assert "not a regular file" in failure(check_study(folder, board))
 
 
+def test_entries_must_be_submitted_and_of_one_target_set(study, tmp_path):
+    from reconbench.judge.selection import StudyInputError
+
+    _, root, _, _ = study
+    loose = tmp_path / "recon-results" / "run"
+    shutil.copytree(next((root / TEAM).glob("*deepdream*")), loose)
+    with pytest.raises(StudyInputError, match="not an entry folder submissions/<team>/"):
+        plan_study([next((root / TEAM).glob("*deepinversion*")), loose], options(targets=2))
+    dynamic = REPO / "submissions" / TEAM
+    with pytest.raises(StudyInputError, match="differs from"):
+        plan_study([next(dynamic.glob("*deepinversion*")), next(dynamic.glob("*updates-leak*"))], options(targets=2))
+    with pytest.raises(StudyInputError, match="2 to 6 entries"):
+        plan_study([next(dynamic.glob("*deepinversion*"))], options(targets=2))
+
+
 def test_command_line(study, tmp_path):
     _, root, key, honest = study
     runner = CliRunner()
@@ -166,6 +188,11 @@ def test_command_line(study, tmp_path):
     (made,) = (tmp_path / "j").iterdir()
     ok = runner.invoke(app, ["validate", str(made), "--root", str(root), "--judgements", str(tmp_path / "j")])
     assert ok.exit_code == 0 and "OK: 1 judge study checked" in ok.output, ok.output
+    both = runner.invoke(app, ["validate", "--format", "json", "--no-rescore", "--root", str(root),
+                               "--judgements", str(tmp_path / "j")])
+    report = json.loads(both.stdout)
+    assert both.exit_code == 0 and report["ok"] and len(report["entries"]) == 2
+    assert [s["study_id"] for s in report["judgements"]] == [made.name]
     doc = json.loads((made / "study.json").read_text())
     doc["payload"]["title"] = "edited"
     (made / "study.json").write_text(json.dumps(doc))

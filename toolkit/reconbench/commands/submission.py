@@ -10,6 +10,7 @@ from typing import Optional
 
 import typer
 
+from reconbench.commands.weights import apply_offline, offline_option, weights_dir_option
 from reconbench.console import console, fail
 
 FORMATS = ("text", "markdown", "json")
@@ -79,12 +80,14 @@ def register(app: typer.Typer) -> None:
         format: str = typer.Option("text", "--format", help="text, markdown or json"),
         no_rescore: bool = typer.Option(False, "--no-rescore", help="skip re-scoring (trust stays 'signed')"),
         device: str = typer.Option("cpu", help="device for re-scoring and the copy check"),
-        weights_dir: Optional[Path] = typer.Option(None, help="folder with Inception/AlexNet weights for FID/LPIPS"),
+        weights_dir: Optional[Path] = weights_dir_option(),
+        offline: bool = offline_option(),
         paths_from: Optional[Path] = typer.Option(None, help="file listing paths (one a line, or NUL-separated)"),
         summary: Optional[Path] = typer.Option(None, help="also append the Markdown report to this file"),
-        judgements: Path = typer.Option(Path("judgements"), help="the judge studies folder (checked too)"),
+        judgements: Optional[Path] = typer.Option(None, help="judge studies folder, checked too (default: judgements/ beside --root)"),
     ) -> None:
         """Check submissions: structure, schema, signature, registry, reconstructions, re-score, copies, duplicates."""
+        apply_offline(offline)
         from reconbench.submissions import validate_board
         from reconbench.submissions.report import render_json, render_markdown, render_text
 
@@ -95,6 +98,7 @@ def register(app: typer.Typer) -> None:
             selected = (selected or []) + _read_paths(paths_from)
         from reconbench.judge import report as studies  # judge studies: reconbench.judge.check
 
+        judgements = judgements or root.parent / "judgements"
         selected, study_paths, board = studies.split_paths(selected, judgements)
         study_reports = studies.run(study_paths, judgements, root)
         if not board:
@@ -107,11 +111,12 @@ def register(app: typer.Typer) -> None:
         if format == "text":
             render_text(report, console)
         else:
-            sys.stdout.write(render_markdown(report) if format == "markdown" else render_json(report))
+            sys.stdout.write(render_markdown(report) if format == "markdown"
+                             else studies.merge_json(render_json(report), study_reports))
         if summary is not None:
             with open(summary, "a", encoding="utf-8") as f:
                 f.write(render_markdown(report) + studies.render(study_reports, "markdown", console))
-        if format != "json":  # json: one document per run, so the studies' report only when alone
+        if format != "json":  # json: merged into the one document above
             sys.stdout.write(studies.render(study_reports, format, console))
         if not report.ok or not all(r.ok for r in study_reports):
             raise typer.Exit(1)

@@ -7,7 +7,7 @@ weights can never be served for the real network. Files are safetensors (no pick
 go through a temporary file and an atomic rename; a file that fails to load or does not match
 is recomputed and overwritten.
 
-Location: $RECONBENCH_CACHE/features, default ~/.cache/reconbench/features.
+Location: $RECONBENCH_CACHE/features, default ~/.cache/reconbench/features (weights.cache_root).
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
-from reconbench.cache import cache_root
-
 
 def default_cache_dir() -> Path:
+    from .weights import cache_root
+
     return cache_root() / "features"
 
 
