@@ -12,6 +12,7 @@ with re-scoring off (RECONBENCH_SITE_RESCORE=0).
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -22,8 +23,8 @@ from reconbench.results import RECONSTRUCTIONS_FILE, RESULT_FILE, ResultFile, Si
 from reconbench.signing import generate_key, load_private_key, sign_payload
 from reconbench.submissions.submit import submit_result
 
-# An empty folder: FID/LPIPS "not computed", fast and offline (a missing --weights-dir is an error)
-NO_WEIGHTS = Path(__import__("tempfile").mkdtemp(prefix="reconbench-no-weights-"))
+# An empty folder (evaluate's preflight wants --weights-dir to exist): FID/LPIPS "not computed", fast, offline
+NO_WEIGHTS = Path(tempfile.mkdtemp(prefix="reconbench-no-weights-"))
 
 
 def make_key(folder: Path, name: str = "key") -> Path:

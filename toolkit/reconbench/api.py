@@ -148,6 +148,7 @@ def evaluate(
     weights_dir: str | Path | None = None,
     progress: Progress | None = None,
     command: str | None = None,
+    surrogate: str | None = None,
 ) -> EvaluationOutput:
     """Run, score, sign and write a result folder (what `recon-submit evaluate` does).
 
@@ -170,17 +171,17 @@ def evaluate(
         generate_key(key_path)
     if command is None:  # what the CLI would have been given; never sys.argv (it holds local paths)
         sets = [f"{k}={json.dumps(v)}" for k, v in (options or {}).items()]
-        command = evaluate_command(track, spec, scenario, seed, device, sets, budget)
+        command = evaluate_command(track, spec, scenario, seed, device, sets, budget, surrogate)
     return run(
         track_id=track, attack_spec=spec, scenario=scenario, seed=seed, device=device,
         out=Path(out) if out is not None else None, key_path=key_path, config=dict(options or {}),
         progress=progress, command=command, weights_dir=Path(weights_dir) if weights_dir is not None else None,
-        budget=budget,
+        budget=budget, surrogate=surrogate,
     )
 
 
 def evaluate_command(track: str, attack: str, scenario: str | None, seed: int, device: str, overrides: list[str],
-                     budget: str = "default") -> str:
+                     budget: str = "default", surrogate: str | None = None) -> str:
     """The command line that reproduces a run. Local paths and keys are left out: they are the
     runner's (an attack file is recorded by its name, `myattack.py:MyAttack`, not its folder)."""
     import shlex
@@ -191,6 +192,8 @@ def evaluate_command(track: str, attack: str, scenario: str | None, seed: int, d
     args = ["recon-submit", "evaluate", "--track", track, "--attack", attack, "--seed", str(seed), "--device", device]
     if budget != "default":
         args += ["--budget", budget]
+    if surrogate:
+        args += ["--surrogate", surrogate]
     if scenario:
         args += ["--scenario", scenario]
     for item in overrides:

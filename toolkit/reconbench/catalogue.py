@@ -39,7 +39,7 @@ CATALOGUE: tuple[AttackInfo, ...] = (
         "Mordvintsev, Olah, Tyka, Inceptionism: Going Deeper into Neural Networks, Google AI blog 2015",
         "reconbench.attacks.deep_dream:DeepDream",
         "Optimises the input for the wanted class under an image prior (total variation and l2), "
-        "with jitter, as the SoK benchmarks it.",
+        "with jitter, as the SoK benchmarks it.", version="2",
     ),
     AttackInfo(
         "deepinversion", "optimization", ("static/white-box/none",),
@@ -66,7 +66,7 @@ CATALOGUE: tuple[AttackInfo, ...] = (
         "USENIX Security 2020",
         "reconbench.attacks.updates_leak:UpdatesLeak",
         "Learns, on shadow models, a generator from the change of posteriors before and after an update "
-        "to the update set's images.",
+        "to the update set's images.", version="2",
     ),
     AttackInfo(
         "bias-rec", "analysis", ("static/white-box/none",),
@@ -75,6 +75,26 @@ CATALOGUE: tuple[AttackInfo, ...] = (
         "reconbench.attacks.bias_rec:BiasRec",
         "Finds training points from the KKT conditions of the implicit bias of gradient descent "
         "on homogeneous networks.",
+    ),
+    AttackInfo(
+        "revealer", "optimization", ("static/white-box/same", "static/white-box/similar"),
+        "Zhang et al., The Secret Revealer: Generative Model-Inversion Attacks Against Deep Neural Networks, "
+        "CVPR 2020",
+        "reconbench.attacks.revealer:Revealer",
+        "Searches the latent space of a GAN trained on public data for images the target classifies with confidence.",
+    ),
+    AttackInfo(
+        "kedmi", "optimization", ("static/white-box/same", "static/white-box/similar"),
+        "Chen et al., Knowledge-Enriched Distributional Model Inversion Attacks, ICCV 2021",
+        "reconbench.attacks.kedmi:KEDMI",
+        "Learns a distribution over a target-aware GAN's latent space for each class instead of single points.",
+    ),
+    AttackInfo(
+        "plg-mi", "optimization", ("static/white-box/same", "static/white-box/similar"),
+        "Yuan et al., Pseudo Label-Guided Model Inversion Attack via Conditional Generative Adversarial "
+        "Network, AAAI 2023",
+        "reconbench.attacks.plg_mi:PLGMI",
+        "Trains a conditional GAN on public data pseudo-labelled by the target, then optimises its latent per class.",
     ),
 )
 

@@ -64,6 +64,7 @@ def evaluate(
     key: Optional[Path] = typer.Option(None, help="ed25519 private key (default: keygen's, created on first use)"),
     set_: list[str] = typer.Option([], "--set", help="attack option, key=value (repeatable; applied on top of --budget; `recon-submit attacks NAME` lists the options, types and defaults)"),
     budget: str = typer.Option("default", help="budget preset: quick (a minute on digits), default, paper (the paper's full budget)"),
+    surrogate: Optional[str] = typer.Option(None, help="run a white-box attack in a black-box cell through a stolen surrogate: dfme or aux (--set surrogate.KEY=VALUE configures it)"),
     weights_dir: Optional[Path] = weights_dir_option(),
     offline: bool = offline_option(),
     quiet: bool = typer.Option(False, help="no progress bar"),
@@ -82,9 +83,9 @@ def evaluate(
         console.print(f"Created a signing key: [bold]{escape(default_key_path())}[/] (public key: {escape(default_key_path())}.pub)")
     output = run(
         attack, track, scenario=scenario, seed=seed, device=device, out=out, key=key,
-        options=parse_overrides(set_), budget=budget, weights_dir=weights_dir,
+        options=parse_overrides(set_), budget=budget, weights_dir=weights_dir, surrogate=surrogate,
         progress=Progress(None if quiet else rich_task),
-        command=evaluate_command(track, attack, scenario, seed, device, set_, budget),
+        command=evaluate_command(track, attack, scenario, seed, device, set_, budget, surrogate),
     )
     payload = output.result.payload
     table = Table(title=escape(f"{payload.attack.name} on {payload.track} ({payload.scenario})"))

@@ -45,6 +45,18 @@ class EmbeddedSource(BaseModel):
     model_file: str  # inside the package's data folder
 
 
+class NearCopy(BaseModel):
+    """Near-copy thresholds calibrated from the track's public data (reconbench.submissions.nearcopy)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pixel_mse: float
+    structure: float
+    percentile: float
+    pool_sha256: str
+    derivation: str
+
+
 class EvaluationModel(BaseModel):
     """The track's evaluation classifier (acc_top1, acc_top5, knn_dist; metrics/classifier.py):
     another architecture than the target, trained on data of the same distribution."""
@@ -83,6 +95,9 @@ class Track(BaseModel):
     test_accuracy: float | None = None
     memorization: float | None = None
     recipe: str | None = None
+    near_copy: NearCopy | None = None
+
+
     evaluation_model: EvaluationModel | None = None
 
     def scenario_list(self) -> list[Scenario]:

@@ -94,8 +94,10 @@ def register(app: typer.Typer) -> None:
         paths_from: Optional[Path] = typer.Option(None, help="file listing paths (one a line, or NUL-separated)"),
         summary: Optional[Path] = typer.Option(None, help="also append the Markdown report to this file"),
         judgements: Optional[Path] = typer.Option(None, help="judge studies folder, checked too (default: judgements/ beside --root)"),
+        base_root: Optional[Path] = typer.Option(None, help="the base branch's submissions folder: flag key changes"),
     ) -> None:
-        """Check submissions: structure, schema, signature, registry, reconstructions, re-score, copies, duplicates.
+        """Check submissions: structure, schema, signature, registry, reconstructions, re-score, copies,
+        near-copies, duplicates; with --base-root, flag every team key added or removed.
 
         Example: recon-submit validate submissions/my-lab/ENTRY
         """
@@ -105,9 +107,11 @@ def register(app: typer.Typer) -> None:
 
         if format not in FORMATS:
             fail(f"--format must be one of {', '.join(FORMATS)}")
-        selected: list[Path] | None = list(paths) if paths else None
-        if paths_from is not None:
-            selected = (selected or []) + _read_paths(paths_from)
+        # Paths typed on the command line must each hold an entry (a typo is an error); paths from a
+        # pull request's diff (--paths-from) may name deleted entries.
+        explicit = list(paths) if paths else None
+        from_file = _read_paths(paths_from) if paths_from is not None else None
+        selected = None if explicit is None and from_file is None else (explicit or []) + (from_file or [])
         if selected is None and not root.is_dir():  # outside a checkout: nothing to check is not "OK"
             fail(f"--root {root}: no such folder, so nothing to validate (run it in a checkout of the "
                  "repository, or pass --root or the entry folders)")
@@ -122,7 +126,11 @@ def register(app: typer.Typer) -> None:
                 with open(summary, "a", encoding="utf-8") as f:
                     f.write(studies.render(study_reports, "markdown", console))
             raise typer.Exit(0 if all(r.ok for r in study_reports) else 1)
-        report = validate_board(selected, root, rescore=not no_rescore, device=device, weights_dir=weights_dir)
+        kept = set(selected or [])
+        report = validate_board(None if from_file is None else [p for p in from_file if p in kept], root,
+                                rescore=not no_rescore, device=device, weights_dir=weights_dir,
+                                explicit=[p for p in explicit if p in kept] or None if explicit else None,
+                                base_root=base_root)
         if format == "text":
             render_text(report, console)
         else:

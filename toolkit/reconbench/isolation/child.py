@@ -82,15 +82,6 @@ class RemoteProgress:
 
 
 def _where(exc: BaseException) -> str:
-    """file:line of the attack's own code that failed (reconbench.errors.attack_origin); else the
-    innermost frame, except for the toolkit's checks of the result (their message says it all)."""
-    from reconbench.errors import attack_origin
-
-    origin = attack_origin(exc.__traceback__)
-    if origin is not None:
-        return f"{os.path.basename(origin[1])}:{origin[2]}"
-    if type(exc).__name__ == "AttackError":
-        return ""
     frames = traceback.extract_tb(exc.__traceback__)
     return f"{os.path.basename(frames[-1].filename)}:{frames[-1].lineno}" if frames else ""
 
@@ -144,8 +135,7 @@ def serve(conn: Connection) -> None:
     import torch
 
     torch.set_num_threads(int(start["threads"]))
-    from reconbench.attacks import load_attack
-    from reconbench.attacks.base import check_reconstruction
+    from reconbench.attacks import enforce_size, load_attack
 
     if ":" in start["spec"]:  # a bring-your-own attack may import the modules beside it
         sys.path.insert(0, os.path.dirname(os.path.abspath(start["spec"].rsplit(":", 1)[0])))
@@ -158,10 +148,12 @@ def serve(conn: Connection) -> None:
     knowledge = _build_view(conn, view)
     torch.manual_seed(view["seed"])
     rec = attack.run(knowledge, seed=view["seed"], progress=RemoteProgress(conn))
-    check_reconstruction(rec)  # before the casts below: uint8 pixels or float labels are refused, not converted
+    # The same checks as the evaluator's (which repeats them on what arrives): clear messages from here.
+    rec = enforce_size(rec, knowledge.target_size, knowledge.input_shape)
     images = rec.images.detach().float().cpu().numpy()
     labels = rec.labels.detach().cpu().numpy().astype("int64")
-    protocol.send(conn, {"op": "result", "config": dict(attack.config)}, images, labels)
+    facts = dict(getattr(rec, "provenance", None) or {})  # e.g. a cached GAN prior's key (JSON scalars)
+    protocol.send(conn, {"op": "result", "config": dict(attack.config), "facts": facts}, images, labels)
 
 
 def main() -> None:
@@ -172,8 +164,12 @@ def main() -> None:
     try:
         serve(conn)
     except BaseException as exc:  # one clear message back to the evaluator, whatever happened
+        from reconbench.errors import describe  # the CLI's one-line form: "the attack 'x' failed at file:line: ..."
+
         try:
-            protocol.send(conn, {"op": "error", "type": type(exc).__name__, "message": protocol.text(str(exc)), "where": _where(exc)})
+            protocol.send(conn, {"op": "error", "type": type(exc).__name__, "message": protocol.text(str(exc)),
+                                 "where": _where(exc), "line": protocol.text(describe(exc)),
+                                 "traceback": protocol.text("".join(traceback.format_exception(exc)), 20000)})
         except Exception:
             pass
         sys.exit(1)

@@ -4,7 +4,8 @@ Generated docs paths (none of them exist in git):
     leaderboards/index.md, leaderboards/<track>.md      the boards (combined, per track)
     charts.md                                          the Plotly views of every track
     attacks/index.md, attacks/<attack>.md              the attacks and their entries
-    entries/<team>/<entry>.md, entries/<team>/<entry>.png   entry pages and their galleries
+    entries/<team>/<entry>/index.md, .../gallery.png,   entry pages, galleries and near-copy evidence,
+    .../near-copies.png                                each entry's files in a folder of its own
     downloads.md, downloads/*                          JSON, CSV, schema, shields.io badges
 and the named fragments the hand-written pages embed with `<!-- rb:NAME -->`:
     home-best, home-updated (site/index.md), taxonomy-table, metric-table (site/methodology.md),
@@ -22,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 from markupsafe import Markup
 
-from reconbench.leaderboard import charts, downloads
+from reconbench.leaderboard import baselines, charts, downloads
 from reconbench.leaderboard.reproduction import record_for as reproduction_record
 from reconbench.leaderboard.frame import (
     BOARD_METRICS,
@@ -30,11 +31,12 @@ from reconbench.leaderboard.frame import (
     best_per_dataset,
     entries_frame,
     last_update,
+    listed,
     rank_metric,
     ranked,
     sort_board,
 )
-from reconbench.leaderboard.gallery import TargetSets, entry_gallery
+from reconbench.leaderboard.gallery import TargetSets, entry_gallery, near_copy_evidence
 from reconbench.leaderboard.pages import Pages
 
 log = logging.getLogger(__name__)
@@ -77,25 +79,18 @@ def load_reports(root: Path, *, rescore: bool, device: str) -> list:
 
 
 def attack_catalogue(frame: pd.DataFrame) -> list[dict]:
-    """Built-in attacks (from reconbench.catalogue: no attack code is imported), then the
-    names seen in entries that are not built in."""
+    """Built-in attacks only, from reconbench.catalogue (no attack code is imported). A name that is
+    not built in comes from an entry's own text: it never gets a page, a nav item or a badge (one
+    entry must not add to the site's structure); it shows only on its entries' pages."""
     from reconbench.catalogue import BY_NAME
 
-    counts = ranked(frame)["attack"].value_counts().to_dict()
+    counts = listed(frame)["attack"].value_counts().to_dict()
     out = []
     for name in sorted(BY_NAME):
         a = BY_NAME[name]
         out.append(dict(
             name=name, registered=True, paper=a.paper, family=a.family, version=a.version,
             scenarios=list(a.scenarios), code=a.target, codes=[], summary=a.summary, count=counts.get(name, 0),
-        ))
-    seen = frame.dropna(subset=["attack"])
-    for name, group in seen[~seen["attack"].isin(BY_NAME)].groupby("attack", sort=True):
-        first = group.iloc[0]
-        out.append(dict(
-            name=name, registered=False, paper=first["paper"], family=first["family"], version=first["attack_version"],
-            scenarios=sorted(group["scenario"].dropna().unique()), code=None,
-            codes=sorted(group["code"].dropna().unique()), summary="", count=counts.get(name, 0),
         ))
     return out
 
@@ -112,7 +107,7 @@ def planned_matrix(planned: list) -> dict:
 
 def board_metrics(rows: pd.DataFrame) -> list[str]:
     """The board's metric columns: the SoK's four, plus LPIPS when any row has it."""
-    return [m for m in BOARD_METRICS if m != "lpips" or rows["lpips"].notna().any()]
+    return [m for m in BOARD_METRICS if m != "lpips" or rows["lpips"].notna().any() or rows["lpips_claimed"].notna().any()]
 
 
 def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleries: bool = True,
@@ -136,8 +131,14 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
     if not unknown.empty:  # the validator should have failed these; never rank them here
         log.warning("%d entries name tracks outside the registry; not ranked", len(unknown))
         frame.loc[unknown.index, ["trust", "trust_rank"]] = ["failed", 0]
-    board = sort_board(ranked(frame))
+    board = sort_board(listed(frame))
     timings["frame"] = time.perf_counter() - t1
+    t_ref = time.perf_counter()
+    references = baselines.all_baselines(tracks)  # cached on disk by target-set hash
+    for track_id, refs in references.items():
+        for ref in refs:
+            ref["track"] = track_id
+    timings["baselines"] = time.perf_counter() - t_ref
 
     pages = Pages()
     files: dict[str, str | bytes] = {}
@@ -153,7 +154,8 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
     for key, members in families.items():
         members.sort(key=lambda t: t.train_size)
         has_entries = board["track"].isin([t.id for t in members]).any()
-        fig = charts.memorization_figure(frame, members[0], tracks) if has_entries else None
+        family_refs = [r for t in members for r in references.get(t.id, [])]
+        fig = charts.memorization_figure(frame, members[0], tracks, family_refs) if has_entries else None
         memo_by_family[key] = Markup(charts.chart_html(fig, "chart-memo-" + "-".join(filter(None, key))))
     # A planned track (unpublished, no entries) gets no board of its own: they share one page.
     planned = [t for t in tracks if t.status == "unpublished" and not (frame["track"] == t.id).any()]
@@ -163,15 +165,18 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
         if track.id in planned_ids:
             continue
         rows = sort_board(board[board["track"] == track.id])
-        quality = charts.quality_diversity_figure(rows, f" ({track.id})") if len(rows) else None
+        quality = charts.quality_diversity_figure(rows, f" ({track.id})", references.get(track.id, [])) if len(rows) else None
         view = dict(
             track=track, count=len(rows), family=charts.family_title(track),
             memo_chart=memo_by_family[charts.family_key(track)],
             quality_chart=Markup(charts.chart_html(quality, f"chart-quality-{track.id}")),
         )
         track_views.append(view)
+        frame.loc[rows.index, "position"] = rows["position"]  # the place on its track's board (exports)
         failed = int(((frame["track"] == track.id) & (frame["trust"] == "failed")).sum())
         pages.page(f"leaderboards/{track.id}.md", "leaderboard.md.j2", track=track, rows=rows,
+                   references=references.get(track.id, []),
+                   ranked_count=int(rows["position"].notna().sum()) if len(rows) else 0,
                    metrics=board_metrics(rows), rank_metric=rank_metric(rows), failed=failed,
                    family=view["family"], memo_chart=view["memo_chart"], quality_chart=view["quality_chart"])
     for key, members in families.items():  # nav: a family of several sizes is a sub-section
@@ -187,7 +192,8 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
         for key, members in families.items()
     ]
     # "All tracks": one board per track with entries; entries of different tracks are never ranked together
-    by_track = [dict(track=v["track"], rows=sort_board(board[board["track"] == v["track"].id])) for v in track_views if v["count"]]
+    by_track = [dict(track=v["track"], rows=sort_board(board[board["track"] == v["track"].id]),
+                     references=references.get(v["track"].id, [])) for v in track_views if v["count"]]
     pages.page("leaderboards/index.md", "combined.md.j2", families=[f for f in combined_families if f["tracks"]],
                by_track=by_track, metrics=board_metrics(board), failed=frame[frame["trust"] == "failed"],
                planned=len(planned))
@@ -220,6 +226,7 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
             gallery_seconds += time.perf_counter() - g0
             if gallery is not None:
                 files[row["gallery"]] = gallery.png
+        evidence = near_copy_evidence(report, row, files) if galleries else None
         team = report.team_info
         record = reproduction_record(row)  # a reproduced entry's signed record, published beside its page
         if record is not None:
@@ -227,7 +234,7 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
         pages.page(
             row["page"], "entry.md.j2", row=row, result=report.result, checks=list(report.checks or []),
             reproduction=record[2] if record else None,
-            title=Path(row["page"]).stem, gallery=gallery,
+            title=Path(row["page"]).parent.name, gallery=gallery, evidence=evidence,
             team_name=row["team_name"], team_links=list(getattr(team, "links", None) or []),
             team_contact=getattr(team, "contact", None), readme_text=getattr(report, "readme", None),
         )
@@ -235,7 +242,7 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
     timings["galleries"] = gallery_seconds
 
     # --- downloads
-    files[downloads.JSON_FILE] = downloads.leaderboard_json(frame)
+    files[downloads.JSON_FILE] = downloads.leaderboard_json(frame, references)
     files[downloads.CSV_FILE] = downloads.leaderboard_csv(frame)
     schema = downloads.schema_json()
     files[downloads.SCHEMA_FILE] = schema
