@@ -4,6 +4,7 @@ Generated docs paths (none of them exist in git):
     leaderboards/index.md, leaderboards/<track>.md      the boards (combined, per track)
     charts.md                                          the Plotly views of every track
     attacks/index.md, attacks/<attack>.md              the attacks and their entries
+    matrix/index.md, matrix/<dataset>-<architecture>.md  the attack x variant matrices (matrix.py)
     entries/<team>/<entry>.md, entries/<team>/<entry>.png   entry pages and their galleries
     downloads.md, downloads/*                          JSON, CSV, schema, shields.io badges
 and the named fragments the hand-written pages embed with `<!-- rb:NAME -->`:
@@ -23,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 from markupsafe import Markup
 
-from reconbench.leaderboard import charts, downloads
+from reconbench.leaderboard import charts, downloads, matrix, seeds
 from reconbench.leaderboard.frame import (
     BOARD_METRICS,
     attack_page,
@@ -128,13 +129,15 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
     if not unknown.empty:  # the validator should have failed these; never rank them here
         log.warning("%d entries name tracks outside the registry; not ranked", len(unknown))
         frame.loc[unknown.index, ["trust", "trust_rank"]] = ["failed", 0]
-    board = sort_board(ranked(frame))
+    frame["seed_group"] = seeds.group_ids(frame)
+    board = sort_board(seeds.collapse(ranked(frame)))  # a seed group is one row: mean ± std
     timings["frame"] = time.perf_counter() - t1
 
     pages = Pages()
     files: dict[str, str | bytes] = {}
     nav: dict[str, list[tuple[str, str]]] = {"leaderboards": [("All tracks", "leaderboards/index.md")],
-                                             "attacks": [("All attacks", "attacks/index.md")]}
+                                             "attacks": [("All attacks", "attacks/index.md")],
+                                             "matrix": [("All matrices", "matrix/index.md")]}
 
     # --- boards and charts: one page per track; one memorization chart per family of tracks
     t2 = time.perf_counter()
@@ -145,7 +148,7 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
     for key, members in families.items():
         members.sort(key=lambda t: t.train_size)
         has_entries = board["track"].isin([t.id for t in members]).any()
-        fig = charts.memorization_figure(frame, members[0], tracks) if has_entries else None
+        fig = charts.memorization_figure(board, members[0], tracks) if has_entries else None
         memo_by_family[key] = Markup(charts.chart_html(fig, "chart-memo-" + "-".join(filter(None, key))))
     track_views = []
     for track in tracks:
@@ -187,6 +190,13 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
         pages.page(attack_page(attack["name"]), "attack.md.j2", attack=attack, rows=rows, metrics=board_metrics(rows))
         nav["attacks"].append((attack["name"], attack_page(attack["name"])))
     pages.page("attacks/index.md", "attacks_index.md.j2", attacks=catalogue)
+
+    # --- the attack x variant matrix, one page per dataset and architecture
+    matrices = matrix.matrices(tracks, board, [a["name"] for a in catalogue if a["registered"]])
+    for m in matrices:
+        pages.page(m["page"], "matrix.md.j2", m=m)
+        nav["matrix"].append((f"{m['dataset']} · {m['architecture']}", m["page"]))
+    pages.page("matrix/index.md", "matrix_index.md.j2", matrices=matrices)
 
     # --- entries: page + gallery PNG each
     t3 = time.perf_counter()

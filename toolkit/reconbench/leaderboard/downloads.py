@@ -9,6 +9,7 @@ import math
 
 import pandas as pd
 
+from reconbench.leaderboard import seeds
 from reconbench.leaderboard.frame import LABELS, rank_metric, ranked, safe_slug, sort_board
 from reconbench.metrics import METRICS
 
@@ -24,7 +25,7 @@ EXPORT = [
     "team", "team_name", "entry_id", "trust", "track", "dataset", "architecture", "train_size", "target_size",
     "scenario", "training", "access", "data", "attack", "attack_version", "family", "paper", "code", "registered",
     "date", "toolkit_version", "git_commit", "git_dirty", "seed", "device", "hardware", "command", "wall_seconds",
-    "queries", "count",
+    "queries", "count", "seed_group",
 ] + [f"{m}{s}" for m in METRICS for s in ("", "_coverage")]
 
 TRUST_COLOR = {"reproduced": "brightgreen", "re-scored": "green", "signed": "yellow", "failed": "red"}
@@ -54,6 +55,7 @@ def leaderboard_json(frame: pd.DataFrame) -> str:
                        "metric values are the SoK's S-Dis / FID, *_coverage the coverage alpha in [0, 1].",
         "metrics": {m: {"direction": info.direction, "level": info.level, "range": info.range} for m, info in METRICS.items()},
         "entries": records(frame),
+        "seed_groups": seeds.export_groups(frame),  # mean, std and per-seed values of each group
     }
     return json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
 

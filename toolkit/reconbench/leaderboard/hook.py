@@ -25,7 +25,7 @@ from reconbench.leaderboard.pages import PLACEHOLDER, docs_url, resolve_links
 log = logging.getLogger("mkdocs.hooks.reconbench")  # under "mkdocs": warnings fail --strict
 
 PLOTLY_JS = "assets/javascripts/plotly.min.js"
-NAV_SECTIONS = {"leaderboards/index.md": "leaderboards", "attacks/index.md": "attacks"}
+NAV_SECTIONS = {"leaderboards/index.md": "leaderboards", "attacks/index.md": "attacks", "matrix/index.md": "matrix"}
 
 _bundle: SiteBundle | None = None
 
