@@ -166,3 +166,19 @@ def test_cli_dry_run_lists_jobs_and_their_state(tmp_path):
     res = CliRunner().invoke(app, ["sweep", str(write_grid(tmp_path)), "--dry-run", "--out", str(tmp_path / "o")])
     assert res.exit_code == 0, res.output
     assert "4 jobs" in res.output and res.output.count("to run") == 4
+
+
+def test_memorization_on_ray_gives_the_sequential_numbers(ray_instance):
+    import numpy as np
+
+    from reconbench.models.memorization import track_memorization
+    from reconbench.tracks import get_track
+
+    sequential = track_memorization(get_track("digits"), n_models=3, seed=5, epochs=1)
+    spread = track_memorization(get_track("digits"), n_models=3, seed=5, epochs=1, ray=True)
+    np.testing.assert_array_equal(sequential.scores, spread.scores)
+    np.testing.assert_array_equal(sequential.n_in, spread.n_in)
+    assert np.isfinite(sequential.model_level) and np.isfinite(sequential.scores).sum() > 100
+    res = CliRunner().invoke(app, ["memorization", "--models", "3", "--seed", "5", "--epochs", "1", "--ray"])
+    assert res.exit_code == 0, res.output
+    assert f"memorization of 'digits': {sequential.model_level:.4f}" in res.output

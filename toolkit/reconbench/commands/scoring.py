@@ -63,16 +63,22 @@ def memorization(
     seed: int = typer.Option(0),
     epochs: Optional[int] = typer.Option(None, help="override the recipe's epochs (faster, less faithful)"),
     device: str = typer.Option("cpu"),
+    ray: bool = typer.Option(False, "--ray", help="train the K models as Ray tasks (pip install 'reconbench[cluster]')"),
+    address: Optional[str] = typer.Option(None, help="with --ray: an existing Ray cluster (default: local Ray)"),
 ) -> None:
     """Estimate model memorization (SoK Eq. 2) of a track's target, for its track card."""
     import numpy as np
 
+    from reconbench.console import rich_task
     from reconbench.models.memorization import track_memorization
+    from reconbench.sweep.cluster import ClusterError
     from reconbench.tracks import TrackError, get_track
 
     try:
-        mem = track_memorization(get_track(track), n_models=models, seed=seed, epochs=epochs, device=device)
-    except (TrackError, ValueError) as exc:
+        with rich_task(f"memorization of {track}: models", models) as advance:
+            mem = track_memorization(get_track(track), n_models=models, seed=seed, epochs=epochs, device=device,
+                                     ray=ray, address=address, on_model=advance)
+    except (ClusterError, TrackError, ValueError) as exc:
         fail(str(exc))
     finite = np.isfinite(mem.scores)
     console.print(f"model memorization of '{track}': {mem.model_level:.4f} "
