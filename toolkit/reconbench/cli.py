@@ -41,9 +41,12 @@ def parse_overrides(items: list[str]) -> dict:
     return config
 
 
-def evaluate_command(track: str, attack: str, scenario: str | None, seed: int, device: str, overrides: list[str]) -> str:
+def evaluate_command(track: str, attack: str, scenario: str | None, seed: int, device: str, overrides: list[str],
+                     budget: str = "default") -> str:
     """The command line that reproduces a run (paths and keys left out: they are the runner's)."""
     args = ["recon-submit", "evaluate", "--track", track, "--attack", attack, "--seed", str(seed), "--device", device]
+    if budget != "default":
+        args += ["--budget", budget]
     if scenario:
         args += ["--scenario", scenario]
     for item in overrides:
@@ -60,7 +63,8 @@ def evaluate(
     device: str = typer.Option("cpu", help="cpu, cuda, cuda:1, ..."),
     out: Optional[Path] = typer.Option(None, help="output folder (default ./recon-results/<entry-id>/)"),
     key: Optional[Path] = typer.Option(None, help="ed25519 private key (default: created on first use)"),
-    set_: list[str] = typer.Option([], "--set", help="attack option override, key=value (repeatable)"),
+    set_: list[str] = typer.Option([], "--set", help="attack option override, key=value (repeatable; applied on top of --budget; `recon-submit attacks NAME` lists the options)"),
+    budget: str = typer.Option("default", help="budget preset: quick (a minute on digits), default, paper (the paper's full budget)"),
     weights_dir: Optional[Path] = typer.Option(None, help="folder with Inception/AlexNet weights for FID/LPIPS"),
     quiet: bool = typer.Option(False, help="no progress bar"),
 ) -> None:
@@ -77,7 +81,8 @@ def evaluate(
         output = run(
             track_id=track, attack_spec=attack, scenario=scenario, seed=seed, device=device, out=out,
             key_path=key_path, config=parse_overrides(set_), progress=Progress(None if quiet else rich_task),
-            command=evaluate_command(track, attack, scenario, seed, device, set_), weights_dir=weights_dir,
+            command=evaluate_command(track, attack, scenario, seed, device, set_, budget), weights_dir=weights_dir,
+            budget=budget,
         )
     except USER_ERRORS as exc:
         fail(str(exc))
@@ -141,9 +146,14 @@ def tracks(
 
 
 @app.command()
-def attacks() -> None:
-    """List the attacks with their paper, family and taxonomy cells."""
+def attacks(name: Optional[str] = typer.Argument(None, help="an attack: show its options, types, ranges and budget presets")) -> None:
+    """List the attacks with their paper, family and taxonomy cells (`attacks NAME`: its options)."""
     from reconbench.attacks import ATTACKS
+
+    if name:
+        from reconbench.commands.attack_info import print_attack
+
+        return print_attack(name)
 
     table = Table(title="attacks")
     for col in ("name", "family", "scenarios (training/access/data)", "paper"):

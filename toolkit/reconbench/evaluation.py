@@ -70,10 +70,10 @@ def device_name(device: torch.device) -> str:
 
 
 def run_attack(track: Track, attack_cls: type[Attack], scenario: Scenario, *, config: dict, seed: int,
-               device: torch.device, progress: Progress):
+               device: torch.device, progress: Progress, budget: str = "default"):
     """Build the scenario's knowledge view and run the attack; returns (reconstruction, knowledge)."""
+    attack = attack_cls(budget=budget, **config)  # options validated before anything is loaded
     knowledge = build_knowledge(track, scenario, device=device, seed=seed)
-    attack = attack_cls(**config)
     torch.manual_seed(seed)
     rec = attack.run(knowledge, seed=seed, progress=progress)
     rec = enforce_size(rec, knowledge.target_size, knowledge.input_shape)
@@ -95,17 +95,20 @@ def evaluate(
     progress: Progress | None = None,
     command: str | None = None,
     weights_dir: Path | None = None,
+    budget: str = "default",
 ) -> EvaluationOutput:
     track = get_track(track_id)
     track.require_runnable()
     attack_cls = load_attack(attack_spec)
     chosen = choose_scenario(track, attack_cls, scenario)
+    attack_cls(budget=budget, **(config or {}))  # bad options fail here, before a long run
     key = load_private_key(key_path)  # fail before a long run, not after
     torch_device = torch.device(device)
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     attack, rec, knowledge = run_attack(
-        track, attack_cls, chosen, config=config or {}, seed=seed, device=torch_device, progress=progress or Progress()
+        track, attack_cls, chosen, config=config or {}, seed=seed, device=torch_device, progress=progress or Progress(),
+        budget=budget,
     )
     wall = time.perf_counter() - t0
     finished = datetime.now(timezone.utc)
@@ -136,6 +139,7 @@ def evaluate(
             paper=attack_cls.paper,
             code=attack_cls.code_reference() if ":" not in attack_spec else f"{Path(attack_spec.split(':')[0]).name}:{attack_cls.__name__}",
             config=dict(attack.config),
+            budget=attack.budget,
         ),
         target=TargetIdentity(
             model_sha256=sha256_bytes(model_file(track).read_bytes()),

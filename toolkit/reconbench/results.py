@@ -44,6 +44,12 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True)
 
 
+def _absent(value: object) -> bool:
+    """Fields added after the first entries were signed are left out of the dump when unset, so
+    that older entries' signed payloads (which lack them) dump to the very bytes that were signed."""
+    return value is None
+
+
 class AttackInfo(Strict):
     name: Slug
     version: Annotated[str, StringConstraints(max_length=40)]
@@ -51,6 +57,9 @@ class AttackInfo(Strict):
     paper: ShortText
     code: ShortText = Field(description="module:Class of the attack, or file.py:Class for a user's own")
     config: dict[Annotated[str, StringConstraints(max_length=80)], ConfigValue] = Field(default_factory=dict)
+    budget: Literal["quick", "default", "paper"] | None = Field(
+        None, exclude_if=_absent, description="budget preset the config started from (config: the values that ran)"
+    )
 
 
 class TargetIdentity(Strict):

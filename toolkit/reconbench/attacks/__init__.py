@@ -13,6 +13,7 @@ from reconbench.attacks.deep_inversion import DeepInversion
 from reconbench.attacks.deep_leakage import DeepLeakage
 from reconbench.attacks.inv_alignment import InvAlignment
 from reconbench.attacks.mi_face import MIFace
+from reconbench.attacks.options import AttackOptions, check_declaration
 from reconbench.attacks.updates_leak import UpdatesLeak
 
 ATTACKS: dict[str, type[Attack]] = {
@@ -47,7 +48,8 @@ def load_attack(spec: str) -> type[Attack]:
     for attr in ("name", "paper", "family", "scenarios"):
         if not hasattr(cls, attr):
             raise AttackError(f"{path}: {class_name} must set the class attribute '{attr}'")
+    check_declaration(cls)  # options and presets usable, before any run
     return cls
 
 
-__all__ = ["ATTACKS", "DEFAULT_ATTACK", "Attack", "AttackError", "Progress", "Reconstruction", "enforce_size", "load_attack"]
+__all__ = ["ATTACKS", "DEFAULT_ATTACK", "Attack", "AttackError", "AttackOptions", "Progress", "Reconstruction", "enforce_size", "load_attack"]

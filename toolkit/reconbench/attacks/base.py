@@ -11,13 +11,15 @@ from typing import Any, ClassVar, Literal
 
 import torch
 
+from reconbench.attacks.errors import AttackError
+from reconbench.attacks.options import BUDGETS, AttackOptions, Auto, Budget, PositiveInt, resolve_options
 from reconbench.knowledge import Knowledge
 
 Family = Literal["optimization", "training", "analysis"]
-
-
-class AttackError(Exception):
-    """An attack that is misconfigured, cannot be loaded, or returned malformed output."""
+__all__ = [  # Options pieces re-exported: attack authors import everything from here
+    "BUDGETS", "Attack", "AttackError", "AttackOptions", "Auto", "Budget", "Family", "PositiveInt", "Progress",
+    "Reconstruction", "class_balanced_labels", "enforce_size",
+]
 
 
 @dataclass(frozen=True)
@@ -69,20 +71,27 @@ class Progress:
 
 
 class Attack(ABC):
-    """Subclass, set the class attributes, implement `run`. Config values override `defaults`."""
+    """Subclass, set the class attributes, declare `Options` (and `presets`), implement `run`.
+
+    `Attack(budget="quick", iterations=30)`: the Options' defaults, then the budget preset, then
+    the keyword overrides, validated (attacks/options.py). `self.config` is the plain dict of the
+    validated values; an attack may write a resolved "auto" budget back into it, so that the
+    result records what ran.
+    """
 
     name: ClassVar[str]
     paper: ClassVar[str]
     family: ClassVar[Family]
     scenarios: ClassVar[tuple[str, ...]]  # taxonomy cells it runs in, e.g. ("static/white-box/none",)
     version: ClassVar[str] = "1"
-    defaults: ClassVar[dict[str, Any]] = {}
+    Options: ClassVar[type[AttackOptions]] = AttackOptions
+    presets: ClassVar[dict[str, dict[str, Any]]] = {}  # "quick"/"paper" -> changed options; "default" = Options
+    variant: ClassVar[str] = ""  # a short note when the attack deviates from its paper (shown by `attacks NAME`)
+    defaults: ClassVar[dict[str, Any]] = {}  # old style, still accepted: Options derived from it
 
-    def __init__(self, **config: Any):
-        unknown = set(config) - set(self.defaults)
-        if unknown:
-            raise AttackError(f"attack '{self.name}' has no option(s) {', '.join(sorted(unknown))}")
-        self.config: dict[str, Any] = {**self.defaults, **config}
+    def __init__(self, budget: Budget = "default", **config: Any):
+        self.budget = budget
+        self.config: dict[str, Any] = resolve_options(type(self), budget, config)
 
     @abstractmethod
     def run(self, knowledge: Knowledge, *, seed: int, progress: Progress) -> Reconstruction:

@@ -45,11 +45,13 @@ and 500 points in 64 dimensions cannot be told apart by a KKT combination anyway
 from __future__ import annotations
 
 import copy
+from typing import Annotated
 
 import torch
+from pydantic import Field
 from torch import nn
 
-from reconbench.attacks.base import Attack, Progress, Reconstruction, class_balanced_labels
+from reconbench.attacks.base import Attack, AttackOptions, Auto, PositiveInt, Progress, Reconstruction, class_balanced_labels
 from reconbench.attacks.priors import pixel_bounds_penalty, seeded_generator, track_budget
 from reconbench.knowledge import Knowledge
 
@@ -124,18 +126,20 @@ class BiasRec(Attack):
     paper = "Haim et al., Reconstructing Training Data from Trained Neural Networks, NeurIPS 2022 (multi-class: Buzaglo et al., NeurIPS 2023)"
     family = "analysis"
     scenarios = ("static/white-box/none",)
-    defaults = {
-        "epochs": "auto",  # 50,000 (Haim et al.'s MNIST run; Buzaglo et al. 50,001); 8x8 tracks: 3,000 (MLP), 300 (CNN)
-        "candidates_per_target": 2,  # extraction_data_amount_per_class = 2 x data_per_class in both papers' runs
+
+    class Options(AttackOptions):
+        epochs: PositiveInt | Auto = Field("auto", description="50,000 (Haim et al.'s MNIST run; Buzaglo et al. 50,001); auto on 8x8 tracks: 3,000 (MLP), 300 (CNN)")
+        candidates_per_target: int = Field(2, ge=1, description="extraction_data_amount_per_class = 2 x data_per_class in both papers' runs")
         # "auto": Haim et al.'s binary MNIST run for two classes, Buzaglo et al.'s multi-class run
-        # otherwise (PAPER_SETTINGS below); SGD with momentum 0.9 on x and on lambda
-        "lr": "auto",
-        "lambda_lr": "auto",
-        "lambda_min": "auto",
-        "relu_alpha": "auto",
-        "init_scale": "auto",
-        "double": False,  # their runs use float64; float32 is ~2x faster on a CPU
-    }
+        # otherwise (PAPER_SETTINGS above); SGD with momentum 0.9 on x and on lambda
+        lr: Annotated[float, Field(gt=0)] | Auto = Field("auto", description="SGD lr on x (auto: PAPER_SETTINGS)")
+        lambda_lr: Annotated[float, Field(gt=0)] | Auto = Field("auto", description="SGD lr on lambda (auto: PAPER_SETTINGS)")
+        lambda_min: Annotated[float, Field(ge=0)] | Auto = Field("auto", description="lower bound penalty on lambda (auto: PAPER_SETTINGS)")
+        relu_alpha: Annotated[float, Field(gt=0)] | Auto = Field("auto", description="sigmoid slope of the modified ReLU (auto: PAPER_SETTINGS)")
+        init_scale: Annotated[float, Field(ge=0)] | Auto = Field("auto", description="x_j ~ N(0, init_scale^2) (auto: PAPER_SETTINGS)")
+        double: bool = Field(False, description="float64 as in their runs; float32 is ~2x faster on a CPU")
+
+    presets = {"quick": {"epochs": 100}, "paper": {"epochs": 50000, "double": True}}  # their runs: 50k epochs, float64
 
     def run(self, knowledge: Knowledge, *, seed: int, progress: Progress) -> Reconstruction:
         cfg = self.config

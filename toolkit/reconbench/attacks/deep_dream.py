@@ -18,7 +18,9 @@ long before).
 
 from __future__ import annotations
 
-from reconbench.attacks.base import Attack, Progress, Reconstruction
+from pydantic import Field
+
+from reconbench.attacks.base import Attack, AttackOptions, Auto, PositiveInt, Progress, Reconstruction
 from reconbench.attacks.dreaming import dream
 from reconbench.attacks.priors import track_budget
 from reconbench.knowledge import Knowledge
@@ -29,14 +31,16 @@ class DeepDream(Attack):
     paper = "Mordvintsev, Olah, Tyka, Inceptionism: Going Deeper into Neural Networks, Google AI blog 2015"
     family = "optimization"
     scenarios = ("static/white-box/none",)
-    defaults = {
-        "iterations": "auto",  # 2000 (DeepInversion's CIFAR-10 --iters_mi); 500 on the 8x8 tracks
-        "lr": 0.05,  # DeepInversion CIFAR-10 README --di_lr
-        "tv_weight": 1e-4,  # DeepInversion imagenet_inversion.py --tv_l2 (R_prior of Yin et al. Sec. 3.2)
-        "l2_weight": 1e-5,  # idem --l2
-        "jitter": 1,  # 2 px at 32x32 in DeepInversion's code, scaled to 8x8
-        "batch_size": 256,  # DeepInversion CIFAR-10 --bs
-    }
+
+    class Options(AttackOptions):
+        iterations: PositiveInt | Auto = Field("auto", description="Adam steps per batch: 2000 (DeepInversion's CIFAR-10 --iters_mi); auto = 500 on the 8x8 tracks")
+        lr: float = Field(0.05, gt=0, description="Adam learning rate (DeepInversion CIFAR-10 README --di_lr)")
+        tv_weight: float = Field(1e-4, ge=0, description="TV-l2 prior weight (DeepInversion imagenet_inversion.py --tv_l2)")
+        l2_weight: float = Field(1e-5, ge=0, description="l2 prior weight (idem --l2)")
+        jitter: int = Field(1, ge=0, description="random roll in pixels: 2 at 32x32 in DeepInversion's code, scaled to 8x8")
+        batch_size: int = Field(256, ge=1, description="images optimised together (DeepInversion CIFAR-10 --bs)")
+
+    presets = {"quick": {"iterations": 100}, "paper": {"iterations": 2000, "batch_size": 256}}
 
     def run(self, knowledge: Knowledge, *, seed: int, progress: Progress) -> Reconstruction:
         cfg = self.config

@@ -11,9 +11,10 @@ flip is dropped because digits are not mirror-symmetric.
 
 from __future__ import annotations
 
+from pydantic import Field
 from torch import nn
 
-from reconbench.attacks.base import Attack, Progress, Reconstruction
+from reconbench.attacks.base import Attack, AttackOptions, Progress, Reconstruction
 from reconbench.attacks.dreaming import dream
 from reconbench.attacks.priors import BatchNormStatistics
 from reconbench.knowledge import Knowledge
@@ -24,15 +25,17 @@ class DeepInversion(Attack):
     paper = "Yin et al., Dreaming to Distill: Data-free Knowledge Transfer via DeepInversion, CVPR 2020"
     family = "optimization"
     scenarios = ("static/white-box/none",)
-    defaults = {
-        "iterations": 2000,
-        "lr": 0.05,
-        "bn_weight": 10.0,  # r_feature
-        "tv_weight": 2.5e-5,  # di_var_scale (TV, l2 form)
-        "l2_weight": 0.0,  # di_l2_scale
-        "jitter": 1,
-        "batch_size": 256,  # the paper's --bs
-    }
+
+    class Options(AttackOptions):
+        iterations: int = Field(2000, ge=1, description="Adam steps per batch (the paper's CIFAR-10 setting, 2k iterations)")
+        lr: float = Field(0.05, gt=0, description="Adam learning rate (NVlabs README --di_lr)")
+        bn_weight: float = Field(10.0, ge=0, description="R_feature weight (NVlabs README --r_feature_weight)")
+        tv_weight: float = Field(2.5e-5, ge=0, description="TV-l2 weight (NVlabs cifar10 script --di_var_scale)")
+        l2_weight: float = Field(0.0, ge=0, description="l2 weight (NVlabs cifar10 script --di_l2_scale)")
+        jitter: int = Field(1, ge=0, description="random roll in pixels: 2 at 32x32 in NVlabs' code, scaled to 8x8")
+        batch_size: int = Field(256, ge=1, description="images optimised together (the paper's --bs)")
+
+    presets = {"quick": {"iterations": 100}, "paper": {"iterations": 2000, "batch_size": 256}}
 
     def run(self, knowledge: Knowledge, *, seed: int, progress: Progress) -> Reconstruction:
         cfg = self.config

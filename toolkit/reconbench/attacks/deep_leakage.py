@@ -25,10 +25,11 @@ paper's setting) the same code recovers a single image almost exactly (tests).
 from __future__ import annotations
 
 import torch
+from pydantic import Field
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
-from reconbench.attacks.base import Attack, Progress, Reconstruction
+from reconbench.attacks.base import Attack, AttackOptions, Auto, PositiveInt, Progress, Reconstruction
 from reconbench.attacks.priors import BatchedLBFGS, seeded_generator, track_budget
 from reconbench.knowledge import Knowledge
 
@@ -43,13 +44,15 @@ class DeepLeakage(Attack):
     paper = "Zhu, Liu, Han, Deep Leakage from Gradients, NeurIPS 2019"
     family = "optimization"
     scenarios = ("dynamic/white-box/none",)
-    defaults = {
-        "iterations": "auto",  # L-BFGS steps: 300 in DLG's main.py; 40 on the 8x8 tracks (see above)
-        "lr": 1.0,  # torch.optim.LBFGS default, used as is by DLG's code
-        "max_iter": 20,  # idem (inner iterations per step)
-        "history_size": 100,  # idem
-        "init_std": 1.0,  # dummy data ~ N(0, init_std^2): torch.randn in DLG's code
-    }
+
+    class Options(AttackOptions):
+        iterations: PositiveInt | Auto = Field("auto", description="L-BFGS steps: 300 in DLG's main.py; auto = 40 on the 8x8 tracks")
+        lr: float = Field(1.0, gt=0, description="torch.optim.LBFGS default, used as is by DLG's code")
+        max_iter: int = Field(20, ge=1, description="L-BFGS inner iterations per step (torch default, DLG)")
+        history_size: int = Field(100, ge=1, description="L-BFGS history (torch default, DLG)")
+        init_std: float = Field(1.0, gt=0, description="dummy data ~ N(0, init_std^2): torch.randn in DLG's code")
+
+    presets = {"quick": {"iterations": 10}, "paper": {"iterations": 300}}  # main.py: 300 iterations
 
     def run(self, knowledge: Knowledge, *, seed: int, progress: Progress) -> Reconstruction:
         cfg = self.config

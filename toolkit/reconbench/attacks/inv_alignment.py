@@ -27,11 +27,13 @@ on CelebA); with 500 aux images on the embedded digits tracks we run 300 epochs 
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import torch
+from pydantic import Field
 from torch import nn
 
-from reconbench.attacks.base import Attack, Progress, Reconstruction, class_balanced_labels
+from reconbench.attacks.base import Attack, AttackOptions, Auto, PositiveInt, Progress, Reconstruction, class_balanced_labels
 from reconbench.attacks.priors import seeded_generator, track_budget
 from reconbench.knowledge import Knowledge, QueryFunction
 
@@ -96,20 +98,21 @@ class InvAlignment(Attack):
     paper = "Yang, Zhang, Chang, Liang, Neural Network Inversion in Adversarial Setting via Background Knowledge Alignment, CCS 2019"
     family = "training"
     scenarios = ("static/black-box/similar", "static/black-box/same")
-    defaults = {
-        "epochs": "auto",  # 100 in train_inversion.py; 300 on the 8x8 tracks (500 aux images, see above)
-        "batch_size": 128,  # train_inversion.py --batch-size
-        "lr": 2e-4,  # train_inversion.py: Adam(lr=0.0002, betas=(0.5, 0.999), amsgrad=True)
-        "ngf": 128,  # train_inversion.py --ngf (width of the last hidden decoder layer)
-        "truncation": 0,  # top-k posteriors kept; 0 = all (their default --truncation = --nz, the class count)
-        "c": 50.0,  # train_inversion.py --c (offset added to the log-probabilities)
-        "source": "aux",  # which posteriors to decode: "aux" (the SoK's run) or "one-hot"
-    }
+
+    class Options(AttackOptions):
+        epochs: PositiveInt | Auto = Field("auto", description="training epochs: 100 in train_inversion.py; auto = 300 on the 8x8 tracks (500 aux images)")
+        batch_size: int = Field(128, ge=2, description="train_inversion.py --batch-size")
+        lr: float = Field(2e-4, gt=0, description="Adam(lr=0.0002, betas=(0.5, 0.999), amsgrad=True), train_inversion.py")
+        ngf: int = Field(128, ge=1, description="width of the last hidden decoder layer (train_inversion.py --ngf)")
+        truncation: int = Field(0, ge=0, description="top-k posteriors kept; 0 = all (their default --truncation = the class count)")
+        c: float = Field(50.0, description="offset added to the log-probabilities (train_inversion.py --c)")
+        source: Literal["aux", "one-hot"] = Field("aux", description="posteriors decoded: the aux queries' (the SoK's run) or one-hot per class")
+
+    # paper: train_inversion.py's 100 epochs (over their large aux set; on 500 digits that is fewer steps than auto)
+    presets = {"quick": {"epochs": 30}, "paper": {"epochs": 100, "batch_size": 128}}
 
     def run(self, knowledge: Knowledge, *, seed: int, progress: Progress) -> Reconstruction:
         cfg = self.config
-        if cfg["source"] not in ("aux", "one-hot"):
-            raise ValueError(f"inv-alignment: source must be 'aux' or 'one-hot', got {cfg['source']!r}")
         epochs = track_budget(cfg, "epochs", knowledge.input_shape, paper=100, small=300)
         device = knowledge.device
         gen = seeded_generator(seed)

@@ -8,9 +8,12 @@ algorithm is deterministic, so the harness replicates them to |D_tar| (the SoK's
 
 from __future__ import annotations
 
-import torch
+from typing import Literal
 
-from reconbench.attacks.base import Attack, Progress, Reconstruction
+import torch
+from pydantic import Field
+
+from reconbench.attacks.base import Attack, AttackOptions, Progress, Reconstruction
 from reconbench.knowledge import Knowledge
 
 
@@ -19,14 +22,19 @@ class MIFace(Attack):
     paper = "Fredrikson et al., Model Inversion Attacks that Exploit Confidence Information, CCS 2015"
     family = "optimization"
     scenarios = ("static/white-box/none",)
-    defaults = {
-        # Algorithm 1 of the paper, values from its Section 5.2 (faces experiment):
-        "iterations": 5000,  # alpha
-        "patience": 100,  # beta
-        "cost_threshold": 0.99,  # gamma: stop once c(x) <= 1 - gamma ... the paper states gamma on c; see below
-        "step_size": 0.1,  # lambda
-        "init": "zeros",  # x_0 = 0 as in the paper; "uniform" draws a seeded random start per image
-        "per_class": 1,  # reconstructions per class (>1 only makes sense with init="uniform")
+
+    class Options(AttackOptions):
+        # Algorithm 1 of the paper, values from its Section 5.2 (faces experiment)
+        iterations: int = Field(5000, ge=1, description="alpha: maximum gradient steps (paper Sec. 5.2)")
+        patience: int = Field(100, ge=1, description="beta: stop after this many steps without improvement (paper)")
+        cost_threshold: float = Field(0.99, ge=0, le=1, description="gamma: stop once the class confidence reaches it (paper)")
+        step_size: float = Field(0.1, gt=0, description="lambda: gradient step size (paper)")
+        init: Literal["zeros", "uniform"] = Field("zeros", description="x_0: zeros as in the paper, or a seeded uniform start")
+        per_class: int = Field(1, ge=1, description="reconstructions per class (>1 only makes sense with init=uniform)")
+
+    presets = {
+        "quick": {"iterations": 500},
+        "paper": {"iterations": 5000, "patience": 100, "cost_threshold": 0.99, "step_size": 0.1},  # Sec. 5.2
     }
 
     def run(self, knowledge: Knowledge, *, seed: int, progress: Progress) -> Reconstruction:

@@ -33,10 +33,11 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from pydantic import Field
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
-from reconbench.attacks.base import Attack, Progress, Reconstruction
+from reconbench.attacks.base import Attack, AttackOptions, Auto, PositiveInt, Progress, Reconstruction
 from reconbench.attacks.priors import seeded_generator, track_budget
 from reconbench.data.arrays import ArraySet
 from reconbench.dynamic import UPDATE_RECIPE, UpdateRecipe
@@ -138,18 +139,25 @@ class UpdatesLeak(Attack):
     paper = "Salem et al., Updates-Leak: Data Set Inference and Reconstruction Attacks in Online Learning, USENIX Security 2020"
     family = "training"
     scenarios = ("dynamic/black-box/same",)
-    defaults = {
-        "probe_size": 100,  # MSR_attack.py --numOfPoints
-        "shadow_updates": "auto",  # 10,000 in dataGeneration.py; 1,000 on the 8x8 tracks
-        "latent": 50,  # --attackZ
-        "noise": 50,  # --nz
-        "hidden": "auto",  # generator width: 2048 in network.py (784 pixels); 256 on the 8x8 tracks (64 pixels)
-        "epochs": "auto",  # 20 (MSR_evaluation.py evaluates the epoch-20 generator); 4 on the 8x8 tracks
-        "updates_per_step": "auto",  # 1 in MSR_attack.py (batch_size=1); 4 on the 8x8 tracks
-        "lr": 2e-4,  # --lr, Adam betas (0.5, 0.999) (--beta1)
-        "generated": 20000,  # MSR_evaluation.py generateImgs
-        "kmeans_seed": 170,  # MSR_evaluation.py random_state
-        "kmeans_restarts": "auto",  # 10, sklearn's n_init default in their day; 1 on the 8x8 tracks (today's default)
+
+    class Options(AttackOptions):
+        probe_size: int = Field(100, ge=1, description="probing set size (MSR_attack.py --numOfPoints)")
+        shadow_updates: PositiveInt | Auto = Field("auto", description="10,000 in dataGeneration.py; auto = 1,000 on the 8x8 tracks")
+        latent: int = Field(50, ge=1, description="latent code size (--attackZ)")
+        noise: int = Field(50, ge=1, description="generator noise size (--nz)")
+        hidden: PositiveInt | Auto = Field("auto", description="generator width: 2048 in network.py (784 pixels); auto = 256 on the 8x8 tracks")
+        epochs: PositiveInt | Auto = Field("auto", description="20 (MSR_evaluation.py evaluates the epoch-20 generator); auto = 4 on the 8x8 tracks")
+        updates_per_step: PositiveInt | Auto = Field("auto", description="1 in MSR_attack.py (batch_size=1); auto = 4 on the 8x8 tracks")
+        lr: float = Field(2e-4, gt=0, description="Adam lr, betas (0.5, 0.999) (--lr, --beta1)")
+        generated: int = Field(20000, ge=1, description="samples generated for clustering (MSR_evaluation.py generateImgs)")
+        kmeans_seed: int = Field(170, ge=0, description="K-means random_state (MSR_evaluation.py)")
+        kmeans_restarts: PositiveInt | Auto = Field("auto", description="10, sklearn's n_init default in their day; auto = 1 on the 8x8 tracks")
+
+    presets = {
+        "quick": {"shadow_updates": 200, "epochs": 2, "generated": 2000},
+        # the authors' code: dataGeneration.py, network.py, MSR_attack.py, MSR_evaluation.py
+        "paper": {"shadow_updates": 10000, "hidden": 2048, "epochs": 20, "updates_per_step": 1, "generated": 20000,
+                  "kmeans_restarts": 10},
     }
 
     def run(self, knowledge: Knowledge, *, seed: int, progress: Progress) -> Reconstruction:

@@ -82,6 +82,7 @@ def register(app: typer.Typer) -> None:
         weights_dir: Optional[Path] = typer.Option(None, help="folder with Inception/AlexNet weights for FID/LPIPS"),
         paths_from: Optional[Path] = typer.Option(None, help="file listing paths (one a line, or NUL-separated)"),
         summary: Optional[Path] = typer.Option(None, help="also append the Markdown report to this file"),
+        judgements: Path = typer.Option(Path("judgements"), help="the judge studies folder (checked too)"),
     ) -> None:
         """Check submissions: structure, schema, signature, registry, reconstructions, re-score, copies, duplicates."""
         from reconbench.submissions import validate_board
@@ -92,6 +93,16 @@ def register(app: typer.Typer) -> None:
         selected: list[Path] | None = list(paths) if paths else None
         if paths_from is not None:
             selected = (selected or []) + _read_paths(paths_from)
+        from reconbench.judge import report as studies  # judge studies: reconbench.judge.check
+
+        selected, study_paths, board = studies.split_paths(selected, judgements)
+        study_reports = studies.run(study_paths, judgements, root)
+        if not board:
+            sys.stdout.write(studies.render(study_reports, format, console))
+            if summary is not None:
+                with open(summary, "a", encoding="utf-8") as f:
+                    f.write(studies.render(study_reports, "markdown", console))
+            raise typer.Exit(0 if all(r.ok for r in study_reports) else 1)
         report = validate_board(selected, root, rescore=not no_rescore, device=device, weights_dir=weights_dir)
         if format == "text":
             render_text(report, console)
@@ -99,8 +110,10 @@ def register(app: typer.Typer) -> None:
             sys.stdout.write(render_markdown(report) if format == "markdown" else render_json(report))
         if summary is not None:
             with open(summary, "a", encoding="utf-8") as f:
-                f.write(render_markdown(report))
-        if not report.ok:
+                f.write(render_markdown(report) + studies.render(study_reports, "markdown", console))
+        if format != "json":  # json: one document per run, so the studies' report only when alone
+            sys.stdout.write(studies.render(study_reports, format, console))
+        if not report.ok or not all(r.ok for r in study_reports):
             raise typer.Exit(1)
 
     @app.command()

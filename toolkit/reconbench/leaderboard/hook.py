@@ -7,6 +7,7 @@ on_files         add the generated pages, galleries, downloads and the bundled p
 on_page_content  put the HTML fragments back into the rendered pages, links made relative
 
 Settings (environment): RECONBENCH_SUBMISSIONS (default: submissions/ beside mkdocs.yml),
+RECONBENCH_JUDGEMENTS (judge studies; default: judgements/ beside the submissions folder),
 RECONBENCH_SITE_RESCORE=0 to skip re-scoring, RECONBENCH_SITE_DEVICE (default cpu).
 """
 
@@ -25,7 +26,8 @@ from reconbench.leaderboard.pages import PLACEHOLDER, docs_url, resolve_links
 log = logging.getLogger("mkdocs.hooks.reconbench")  # under "mkdocs": warnings fail --strict
 
 PLOTLY_JS = "assets/javascripts/plotly.min.js"
-NAV_SECTIONS = {"leaderboards/index.md": "leaderboards", "attacks/index.md": "attacks", "matrix/index.md": "matrix"}
+NAV_SECTIONS = {"leaderboards/index.md": "leaderboards", "attacks/index.md": "attacks",
+                "judgements/index.md": "judgements", "matrix/index.md": "matrix"}
 
 _bundle: SiteBundle | None = None
 
@@ -45,6 +47,9 @@ def on_config(config):
     start = time.perf_counter()
     root, rescore, device = settings_from_env(Path(config.config_file_path).parent / "submissions")
     _bundle = build_site(root, rescore=rescore, device=device, site_url=config.site_url)
+    from reconbench.leaderboard.judgements import add_to_bundle  # judge studies (reconbench.judge)
+
+    add_to_bundle(_bundle, root)
     phases = ", ".join(f"{k} {v:.2f} s" for k, v in _bundle.timings.items() if k != "total")
     log.info("reconbench: %d entries from %s (re-score %s) in %.2f s (%s)", len(_bundle.frame), root,
              "on" if rescore else "off", time.perf_counter() - start, phases)
