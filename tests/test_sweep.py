@@ -144,6 +144,7 @@ def test_include_exclude_and_stable_ids(tmp_path):
 
 @pytest.mark.parametrize("text, message", [
     ("tracks = [", "not a readable TOML file"),
+    ('tracks = ["digits"]\nattacks = ["mi-face"]\n[options."mi-face"]\nwarp = 9', "warp"),
     ('tracks = ["nope"]\nattacks = ["mi-face"]', "unknown track 'nope'"),
     ('tracks = ["digits"]\nattacks = ["nope"]', "unknown attack 'nope'"),
     ('tracks = ["digits"]\nattacks = ["mi-face"]\nseeds = ["0"]', "seeds.0"),

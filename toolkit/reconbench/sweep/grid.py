@@ -7,7 +7,7 @@
                                            # cell the track offers); "all": every cell both offer;
                                            # or a list of cells ("static/white-box/none", ...)
     seeds = [0, 1]
-    budget = "quick"                       # quick | default | paper (attack presets; see run.py)
+    budget = "quick"                       # quick | default | paper: each attack's preset (`evaluate --budget`)
 
     [options."mi-face"]                    # `evaluate --set` overrides, per attack
     iterations = 30
@@ -38,7 +38,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-BUDGETS = ("quick", "default", "paper")
+from reconbench.attacks.options import BUDGETS
+
 
 
 class GridError(ValueError):
@@ -177,6 +178,7 @@ def expand(grid: GridFile, *, source: Path, budget: str | None = None) -> Grid:
             for attack in axes.attacks or grid.attacks:
                 try:
                     attack_cls = load_attack(attack)
+                    attack_cls(budget=budget or "default", **grid.options.get(attack, {}))  # options checked now
                 except AttackError as exc:
                     raise GridError(f"{source}: {exc}") from None
                 cells, missing = _cells(track, attack_cls, axes.scenarios or grid.scenarios)
