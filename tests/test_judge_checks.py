@@ -106,6 +106,7 @@ def _prompt(p):
     (_inflate, "aggregates differ from those recomputed"),
     (_worse_candidate, "highest-PSNR"),
     (_prompt, "not the SoK's prompt"),
+    (lambda p: p.update(title="evil \u202etxt.exe"), "without control or format characters"),
 ])
 def test_forged_and_re_signed_studies_fail(study, tmp_path, mutate, reason):
     folder, board = forged(study, tmp_path, mutate)

@@ -9,6 +9,7 @@ import html
 import io
 import json
 
+import markupsafe
 import numpy as np
 import pytest
 from PIL import Image
@@ -84,6 +85,19 @@ def test_entries_ranked_and_failed(board):
     entries = {e["entry_id"]: e for e in json.loads(read(out, "downloads/leaderboard.json"))["entries"]}
     assert entries[good.name]["trust"] == "re-scored" and entries[bad.name]["trust"] == "failed"
     assert entries[bad.name]["ssim"] is None  # no claimed number of a failed entry is published as a result
+
+
+def test_ssim_convention_beside_every_ssim_header(board):
+    from reconbench.metrics.info import SSIM_CONVENTION
+
+    out, good, _, _ = board
+    note = str(markupsafe.escape(SSIM_CONVENTION))  # as jinja escapes it
+    for path in ("leaderboards/digits/index.html", "leaderboards/index.html", "attacks/mi-face/index.html",
+                 f"entries/honest/{good.name}/index.html"):
+        page = read(out, path)
+        assert f'title="{note}"' in page, path  # the header's tooltip
+        assert f"<strong>SSIM</strong>: {note}</li>" in page, path  # and the footnote under the table
+    assert "population (biased) covariance" in read(out, "methodology/index.html")
 
 
 def test_gallery_shows_reconstructions_above_their_matched_targets(board):

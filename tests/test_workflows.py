@@ -86,7 +86,7 @@ def test_trust_rules(path):
 
 def test_validate_runs_the_base_toolkit_on_the_pull_requests_files():
     wf = load(WORKFLOWS / "validate.yml")
-    assert wf["on"]["pull_request"]["paths"] == ["submissions/**"]
+    assert wf["on"]["pull_request"]["paths"] == ["submissions/**", "judgements/**"]
     steps = wf["jobs"]["validate"]["steps"]
     base_checkout = steps[0]
     assert base_checkout["with"]["ref"] == "${{ github.event.pull_request.base.sha }}"

@@ -1,9 +1,15 @@
-"""`recon-submit`: thin typer commands; the logic lives in the package."""
+"""`recon-submit`: thin typer commands; the logic lives in the package.
+
+Start-up is kept light (no torch, no attack code) for --help, tracks, attacks, metrics, schema and
+version: import heavy modules inside the command that needs them. Errors are handled once, in
+console.CliGroup: raise, don't print. A new command module: add its name to commands.MODULES.
+"""
 
 from __future__ import annotations
 
 import json
 import shlex
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -11,20 +17,25 @@ import typer
 from rich.table import Table
 
 from reconbench import __version__
-from reconbench.console import console, fail, rich_task
+from reconbench.console import CliGroup, console, escape, fail, rich_task
 
-app = typer.Typer(help="ReconBench: evaluate data reconstruction attacks and submit signed results.", no_args_is_help=True)
+app = typer.Typer(
+    cls=CliGroup, no_args_is_help=True, pretty_exceptions_enable=False,
+    help="ReconBench: evaluate data reconstruction attacks and submit signed results.",
+)
 
-# Errors that users cause (bad input, missing files): one line and a non-zero exit, no traceback.
-from reconbench.attacks import AttackError  # noqa: E402
-from reconbench.hub import HubError  # noqa: E402
-from reconbench.io import FileFormatError  # noqa: E402
-from reconbench.knowledge import KnowledgeError  # noqa: E402
-from reconbench.results import ResultError  # noqa: E402
-from reconbench.signing import SigningError  # noqa: E402
-from reconbench.tracks import TrackError  # noqa: E402
 
-USER_ERRORS = (AttackError, HubError, FileFormatError, KnowledgeError, ResultError, SigningError, TrackError, ValueError, FileExistsError)
+@app.callback()
+def _options(debug: bool = typer.Option(False, "--debug", help="show the full traceback of an error")) -> None:
+    """ReconBench: evaluate data reconstruction attacks and submit signed results."""
+
+
+def __getattr__(name: str):  # USER_ERRORS, computed when asked: importing them all would import torch
+    if name == "USER_ERRORS":
+        from reconbench.errors import user_error_types
+
+        return user_error_types()
+    raise AttributeError(name)
 
 
 def parse_overrides(items: list[str]) -> dict:
@@ -73,32 +84,30 @@ def evaluate(
     from reconbench.evaluation import evaluate as run
     from reconbench.signing import default_key_path, generate_key
 
-    try:
-        key_path = key or default_key_path()
-        if key is None and not key_path.exists():
-            generate_key(key_path)
-            console.print(f"Created a signing key: [bold]{key_path}[/] (public key: {key_path}.pub)")
-        output = run(
-            track_id=track, attack_spec=attack, scenario=scenario, seed=seed, device=device, out=out,
-            key_path=key_path, config=parse_overrides(set_), progress=Progress(None if quiet else rich_task),
-            command=evaluate_command(track, attack, scenario, seed, device, set_, budget), weights_dir=weights_dir,
-            budget=budget,
-        )
-    except USER_ERRORS as exc:
-        fail(str(exc))
+    key_path = key or default_key_path()
+    if key is None and not key_path.exists():
+        generate_key(key_path)
+        console.print(f"Created a signing key: [bold]{escape(key_path)}[/] (public key: {escape(key_path)}.pub)")
+    output = run(
+        track_id=track, attack_spec=attack, scenario=scenario, seed=seed, device=device, out=out,
+        key_path=key_path, config=parse_overrides(set_), progress=Progress(None if quiet else rich_task),
+        command=evaluate_command(track, attack, scenario, seed, device, set_, budget), weights_dir=weights_dir,
+        budget=budget,
+    )
     payload = output.result.payload
-    table = Table(title=f"{payload.attack.name} on {payload.track} ({payload.scenario})")
+    table = Table(title=escape(f"{payload.attack.name} on {payload.track} ({payload.scenario})"))
     table.add_column("metric")
     table.add_column("value (coverage)")
     from reconbench.metrics import METRICS
 
     for name, result in payload.metrics.items():
         arrow = METRICS[name].direction if name in METRICS else ""
-        table.add_row(f"{name} {arrow}", result.format() if result.status == "computed" else (result.note or "not computed"))
+        shown = result.format() if result.status == "computed" else (result.note or "not computed")
+        table.add_row(escape(f"{name} {arrow}"), escape(shown))
     console.print(table)
     console.print(f"wall time: {payload.provenance.wall_seconds:.1f} s on {payload.provenance.device}")
-    console.print(f"signed result:   {output.folder / 'result.json'}")
-    console.print(f"reconstructions: {output.folder / 'reconstructions.safetensors'}")
+    console.print(f"signed result:   {escape(output.folder / 'result.json')}")
+    console.print(f"reconstructions: {escape(output.folder / 'reconstructions.safetensors')}")
 
 
 @app.command()
@@ -106,11 +115,8 @@ def keygen(path: Optional[Path] = typer.Argument(None, help="private key file (d
     """Create an ed25519 signing key (private file mode 0600; never overwrites)."""
     from reconbench.signing import default_key_path, generate_key, key_id
 
-    try:
-        written, public = generate_key(path or default_key_path())
-    except USER_ERRORS as exc:
-        fail(str(exc))
-    console.print(f"private key: {written} (mode 0600, keep it secret)")
+    written, public = generate_key(path or default_key_path())
+    console.print(f"private key: {escape(written)} (mode 0600, keep it secret)")
     console.print(f"public key:  ed25519 {public}  (key id {key_id(public)})")
 
 
@@ -119,11 +125,8 @@ def verify(result: Path = typer.Argument(..., help="result folder or its result.
     """Check a result's signature and its reconstruction file's hash."""
     from reconbench.results import verify_result_dir
 
-    try:
-        parsed = verify_result_dir(result)
-    except USER_ERRORS as exc:
-        fail(str(exc))
-    console.print(f"OK: {parsed.payload.entry_id} signed by key {parsed.signature.key_id}; reconstructions match their sha256")
+    parsed = verify_result_dir(result)
+    console.print(f"OK: {escape(parsed.payload.entry_id)} signed by key {parsed.signature.key_id}; reconstructions match their sha256")
 
 
 @app.command()
@@ -141,14 +144,18 @@ def tracks(
             continue
         acc = f"{t.train_accuracy:.3f} / {t.test_accuracy:.3f}" if t.train_accuracy is not None else "-"
         size = f"{t.train_size}" + (f" (update {t.update_size})" if t.update_size else "")
-        table.add_row(t.id, t.status, t.dataset, t.architecture + (f" [{t.variant}]" if t.variant else ""), size, acc, "\n".join(t.scenarios))
+        arch = t.architecture + (f" [{t.variant}]" if t.variant else "")
+        table.add_row(*map(escape, (t.id, t.status, t.dataset, arch, size, acc, "\n".join(t.scenarios))))
     console.print(table)
 
 
 @app.command()
 def attacks(name: Optional[str] = typer.Argument(None, help="an attack: show its options, types, ranges and budget presets")) -> None:
-    """List the attacks with their paper, family and taxonomy cells (`attacks NAME`: its options)."""
-    from reconbench.attacks import ATTACKS
+    """List the attacks with their paper, family and taxonomy cells (`attacks NAME`: its options).
+
+    The list comes from the catalogue (no attack code is imported); NAME loads that attack's class.
+    """
+    from reconbench.catalogue import CATALOGUE
 
     if name:
         from reconbench.commands.attack_info import print_attack
@@ -158,8 +165,8 @@ def attacks(name: Optional[str] = typer.Argument(None, help="an attack: show its
     table = Table(title="attacks")
     for col in ("name", "family", "scenarios (training/access/data)", "paper"):
         table.add_column(col)
-    for cls in ATTACKS.values():
-        table.add_row(cls.name, cls.family, "\n".join(cls.scenarios), cls.paper)
+    for a in CATALOGUE:
+        table.add_row(*map(escape, (a.name, a.family, "\n".join(a.scenarios), a.paper)))
     console.print(table)
 
 
@@ -172,7 +179,7 @@ def metrics() -> None:
     for col in ("name", "dir", "level", "range", "formula"):
         table.add_column(col)
     for m in METRICS.values():
-        table.add_row(m.name, m.direction, m.level, m.range, m.formula)
+        table.add_row(*map(escape, (m.name, m.direction, m.level, m.range, m.formula)))
     console.print(table)
 
 
@@ -193,5 +200,14 @@ def _register_groups() -> None:
 
 _register_groups()
 
+
+def main() -> None:
+    """The console script: `--debug` is accepted anywhere on the line, not only before the command."""
+    argv = sys.argv[1:]
+    if "--debug" in argv:
+        argv = ["--debug"] + [a for a in argv if a != "--debug"]
+    app(args=argv, prog_name="recon-submit")
+
+
 if __name__ == "__main__":
-    app()
+    main()

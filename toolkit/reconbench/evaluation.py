@@ -21,6 +21,7 @@ from reconbench.attacks import DEFAULT_ATTACK, Attack, AttackError, Progress, en
 from reconbench.io import sha256_file
 from reconbench.knowledge import build_knowledge, check_attack_fits
 from reconbench.metrics import score
+from reconbench.preflight import preflight
 from reconbench.results import (
     RECONSTRUCTIONS_FILE,
     AttackInfo,
@@ -103,7 +104,7 @@ def evaluate(
     chosen = choose_scenario(track, attack_cls, scenario)
     attack_cls(budget=budget, **(config or {}))  # bad options fail here, before a long run
     key = load_private_key(key_path)  # fail before a long run, not after
-    torch_device = torch.device(device)
+    torch_device = preflight(device=device, out=out, weights_dir=weights_dir)
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     attack, rec, knowledge = run_attack(

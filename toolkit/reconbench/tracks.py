@@ -14,14 +14,17 @@ from collections.abc import Collection
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import torch
 from pydantic import BaseModel, ConfigDict, Field
-from torch import nn
 
-from reconbench.data.arrays import TrackSplits
 from reconbench.scenario import Scenario
+
+if TYPE_CHECKING:  # the registry itself stays free of torch: listing tracks must start fast
+    import torch
+    from torch import nn
+
+    from reconbench.data.arrays import TrackSplits
 
 REGISTRY_ENV = "RECONBENCH_REGISTRY"  # a registry file to use instead of the packaged one
 ZOO_FILE = "zoo.json"  # beside tracks.json: the target-model zoo grid (reconbench.zoo.grid)

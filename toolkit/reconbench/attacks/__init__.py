@@ -8,6 +8,7 @@ from pathlib import Path
 
 from reconbench.attacks.base import Attack, AttackError, Progress, Reconstruction, enforce_size
 from reconbench.attacks.bias_rec import BiasRec
+from reconbench.attacks.checks import check_attack_class
 from reconbench.attacks.deep_dream import DeepDream
 from reconbench.attacks.deep_inversion import DeepInversion
 from reconbench.attacks.deep_leakage import DeepLeakage
@@ -22,8 +23,12 @@ ATTACKS: dict[str, type[Attack]] = {
 DEFAULT_ATTACK = "deepinversion"
 
 
-def load_attack(spec: str) -> type[Attack]:
-    """A registered name, or `path/to/file.py:ClassName` for a user's own Attack subclass."""
+def load_attack(spec: str | type[Attack]) -> type[Attack]:
+    """A registered name, `path/to/file.py:ClassName`, or an Attack subclass itself (a notebook's)."""
+    if isinstance(spec, type):
+        cls = check_attack_class(spec, f"class {spec.__module__}.{spec.__qualname__}")
+        check_declaration(cls)
+        return cls
     if spec in ATTACKS:
         return ATTACKS[spec]
     if ":" not in spec or not spec.split(":", 1)[0].endswith(".py"):
@@ -42,12 +47,9 @@ def load_attack(spec: str) -> type[Attack]:
         loader_spec.loader.exec_module(module)
     except Exception as exc:  # the user's code: report, don't crash the CLI
         raise AttackError(f"{path}: importing it failed: {type(exc).__name__}: {exc}") from None
-    cls = getattr(module, class_name, None)
-    if not (isinstance(cls, type) and issubclass(cls, Attack)):
-        raise AttackError(f"{path}: '{class_name}' is not a subclass of reconbench.attacks.base.Attack")
-    for attr in ("name", "paper", "family", "scenarios"):
-        if not hasattr(cls, attr):
-            raise AttackError(f"{path}: {class_name} must set the class attribute '{attr}'")
+    if not hasattr(module, class_name):
+        raise AttackError(f"{path}: defines no class '{class_name}'")
+    cls = check_attack_class(getattr(module, class_name), f"{path}:{class_name}")
     check_declaration(cls)  # options and presets usable, before any run
     return cls
 

@@ -37,6 +37,11 @@ def enforce_size(rec: Reconstruction, target_size: int, input_shape: tuple[int, 
     More than |D_tar| is refused: selecting among extra candidates is the attack's job and must
     not use the target set, so the harness will not pick for it.
     """
+    if not isinstance(rec, Reconstruction):
+        raise AttackError(f"the attack's run() returned a {type(rec).__name__}, not a Reconstruction(images, labels)")
+    if not (isinstance(rec.images, torch.Tensor) and isinstance(rec.labels, torch.Tensor)):
+        raise AttackError("Reconstruction(images, labels) must hold two torch tensors")
+    check_value_ranges(rec)
     images, labels = rec.images.detach(), rec.labels.detach().to(torch.int64)
     if images.ndim != 4 or tuple(images.shape[1:]) != tuple(input_shape):
         raise AttackError(f"reconstructions must be (N, {', '.join(map(str, input_shape))}), got {tuple(images.shape)}")
@@ -53,6 +58,27 @@ def enforce_size(rec: Reconstruction, target_size: int, input_shape: tuple[int, 
         index = torch.arange(target_size) % n
         images, labels = images[index], labels[index]
     return Reconstruction(images.clamp(0, 1).float().cpu(), labels.cpu())
+
+
+# Pixels a little outside [0, 1] (an optimiser's overshoot) are clamped; further out means another
+# scale (0-255, or tanh's [-1, 1]) and clamping would silently binarise or halve the image.
+PIXEL_TOLERANCE = 0.5
+
+
+def check_value_ranges(rec: Reconstruction) -> None:
+    """Refuse what clamping or casting would silently change: integer pixels, other scales, float labels."""
+    images, labels = rec.images, rec.labels
+    if not images.dtype.is_floating_point:
+        raise AttackError(f"images are {str(images.dtype).removeprefix('torch.')}: return floats in [0, 1] "
+                          "(for 0-255 images: images.float() / 255)")
+    if labels.dtype.is_floating_point or labels.dtype == torch.bool:
+        raise AttackError(f"labels are {str(labels.dtype).removeprefix('torch.')}: return int64 class indices "
+                          "(e.g. logits.argmax(1)); they are not rounded for you")
+    if images.numel() and torch.isfinite(images).all():
+        low, high = float(images.min()), float(images.max())
+        if low < -PIXEL_TOLERANCE or high > 1 + PIXEL_TOLERANCE:
+            hint = " (0-255 images: divide by 255)" if high > 2 else " ([-1, 1] images: (x + 1) / 2)" if low < -0.5 else ""
+            raise AttackError(f"pixel values span [{low:.3g}, {high:.3g}]: images must be floats in [0, 1]{hint}")
 
 
 class Progress:

@@ -252,4 +252,8 @@ def check_studies(root: Path, submissions: Path, paths: list[Path] | None = None
             for f in ([folder] if folder else discover(root)):
                 if f not in folders and os.path.lexists(f):
                     folders.append(f)
-    return [check_study(f, Path(submissions)) for f in folders]
+    reports = [check_study(f, Path(submissions)) for f in folders]
+    prefix = str(root.parent).rstrip(os.sep) + os.sep  # messages name judgements/<id>/..., not this machine's path
+    for r in reports:
+        r.checks = [(n, s, m.replace(prefix, "")) for n, s, m in r.checks]
+    return reports

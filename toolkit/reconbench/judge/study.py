@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from reconbench import __version__
 from reconbench.io import atomic_path
@@ -27,7 +27,25 @@ from reconbench.signing import sign_payload
 
 SCHEMA_VERSION = 1
 MAX_BYTES = 16_000_000  # 1,000 targets x 5 repeats x 2 modes is ~2 MB; 8x that is a mistake or abuse
-Text = Annotated[str, StringConstraints(max_length=400)]
+
+
+def _plain(text: str) -> str:
+    from reconbench.submissions.layout import is_plain_text
+
+    if not is_plain_text(text):  # no bidi overrides or zero-width characters in what the site shows
+        raise ValueError("must be NFC text without control or format characters")
+    return text
+
+
+Text = Annotated[str, StringConstraints(max_length=400), AfterValidator(_plain)]
+
+
+def check_title(title: str | None) -> None:
+    """Refuse a bad --title before any call is made (not after a study's worth of them)."""
+    if title is not None and (len(title) > 400 or not title.strip()):
+        raise ValueError("--title must be 1 to 400 characters")
+    if title is not None:
+        _plain(title)
 Answer = Annotated[str, StringConstraints(max_length=ANSWER_CHARS)] | None
 
 

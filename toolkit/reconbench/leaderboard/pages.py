@@ -155,6 +155,11 @@ def pretty_json(value) -> str:
     return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
 
 
+def caveated(metrics) -> list[str]:
+    """The metrics of a table whose header carries a footnote (MetricInfo.caveat), in column order."""
+    return [m for m in metrics if m in METRICS and METRICS[m].caveat]
+
+
 def make_env() -> Environment:
     env = Environment(
         loader=PackageLoader("reconbench.leaderboard", "templates"),
@@ -165,7 +170,7 @@ def make_env() -> Environment:
         keep_trailing_newline=True,
     )
     env.filters.update(metric=metric_cell, sortval=sort_value, date=date_text, link=rb_link, attack_page=attack_page,
-                       external=external_url, pretty_json=pretty_json)
+                       external=external_url, pretty_json=pretty_json, caveated=caveated)
     env.globals.update(METRICS=METRICS, LABELS=LABELS, BOARD_METRICS=BOARD_METRICS, KNOWLEDGE=KNOWLEDGE,
                        TRUST_TEXT=TRUST_TEXT, readme=render_readme, notna=pd.notna,
                        metric_order=metric_order)

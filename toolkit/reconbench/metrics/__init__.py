@@ -11,8 +11,34 @@ level), memorization.py, weights.py (finding backbone files offline), info.py (M
 """
 
 from .info import METRICS, MetricInfo
-from .memorization import Memorization, estimate_memorization
 from .report import MetricResult, ScoreReport
-from .score import score
+
+import sys as _sys
+import types as _types
+
+# score() pulls in torch: it is imported on first use, so listing METRICS (`recon-submit metrics`,
+# `schema`) stays fast. The function shares its name with the submodule score.py, and importing a
+# submodule sets the package attribute of that name: _Package keeps the function there instead.
+_LAZY = {"score": ".score", "Memorization": ".memorization", "estimate_memorization": ".memorization"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class _Package(_types.ModuleType):
+    def __setattr__(self, name: str, value: object) -> None:
+        if name == "score" and isinstance(value, _types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+_sys.modules[__name__].__class__ = _Package
 
 __all__ = ["METRICS", "MetricInfo", "MetricResult", "Memorization", "ScoreReport", "estimate_memorization", "score"]

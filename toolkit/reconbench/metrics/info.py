@@ -19,7 +19,18 @@ class MetricInfo:
     direction: Literal["↓", "↑"]
     level: Literal["sample", "dataset"]
     reference: str
+    caveat: str = ""  # what a reader must know beside the number (shown with the column header)
 
+
+# The convention changes SSIM values, and rankings, against other libraries (uniform windows,
+# sample covariance, other data ranges), so it is stated wherever an SSIM column is read.
+SSIM_CONVENTION = (
+    "SSIM convention: Gaussian window sigma 1.5 (11 taps), valid window 7x7 on 8x8 images (11x11 from 11 px up), "
+    "data range 1 (pixels in [0, 1]), population covariance; equal to scikit-image's "
+    "structural_similarity(gaussian_weights=True, sigma=1.5, use_sample_covariance=False, data_range=1). "
+    "Other conventions (a uniform 7x7 or 8x8 window, sample covariance, data range 255) give other values "
+    "and can reorder attacks."
+)
 
 _S_DIS = "S-Dis = mean_i best_{t in D_tar, y_t = y_i} d(x_i, t); alpha = |distinct matched t| / |D_tar|"
 
@@ -51,6 +62,7 @@ METRICS: dict[str, MetricInfo] = {
             "↑",
             "sample",
             f"{SOK}, Def. 4.2; Wang et al., IEEE TIP 2004",
+            SSIM_CONVENTION,
         ),
         MetricInfo(
             "lpips",

@@ -116,7 +116,7 @@ def score(
             metrics.update({n: MetricResult.not_computed("PRDC: not computed (Inception weights unavailable)") for n in PRDC_NAMES})
         else:
             rec_f, tar_f, _ = inception_features(extractor, rec, tar, cache_dir)
-            result = fid_result(rec_f, tar_f)
+            result = fid_result(rec_f, tar_f, device)
             if result.status == "computed" and _caller_note(extractor):
                 result = result.model_copy(update={"note": _caller_note(extractor)})
             metrics["fid"] = result

@@ -1,0 +1,28 @@
+"""Run `recon-submit` as a user does: a fresh interpreter, this checkout's toolkit on the path."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+TOOLKIT = Path(__file__).resolve().parents[1] / "toolkit"
+
+
+def recon(*args: str, cwd: Path | None = None, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
+    """The console script's entry point (reconbench.cli:main), in a subprocess; env inherits the
+    test session's (offline Hub, private RECONBENCH_HOME), plus `env`."""
+    full_env = {**os.environ, "PYTHONPATH": str(TOOLKIT), "COLUMNS": "200", **(env or {})}
+    full_env.pop("RECONBENCH_DEBUG", None)
+    return subprocess.run([sys.executable, "-m", "reconbench.cli", *args], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def one_error_line(proc: subprocess.CompletedProcess) -> str:
+    """The single 'error: ...' line of a failed command (asserts there is nothing else on stderr)."""
+    assert proc.returncode != 0, proc.stdout + proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip() and "━" not in line]
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    assert "Traceback" not in proc.stderr
+    return lines[0].removeprefix("error: ")

@@ -1,0 +1,177 @@
+"""One line per error (issue 15 items 1 and 2): the console script in a subprocess, as a user runs it.
+
+Each case asserts the exact kind of message, the exit code, and, for the checks made before a run,
+that the attack's run() was never entered (it would leave a marker file).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from cli_process import one_error_line, recon
+
+ATTACKS = textwrap.dedent('''
+    import os, signal
+    from pathlib import Path
+    import torch
+    from reconbench.attacks.base import Attack, Reconstruction
+
+    class Boom(Attack):
+        name = "boom"; paper = "test"; family = "optimization"; scenarios = ("static/white-box/none",)
+        def run(self, knowledge, *, seed, progress):
+            Path(os.environ["MARKER"]).write_text("ran")
+            return helper()
+
+    def helper():
+        raise ValueError("exploded on purpose")
+
+    class NoRun(Attack):
+        name = "norun"; paper = "test"; family = "optimization"; scenarios = ("static/white-box/none",)
+
+    class Magic(Boom):
+        family = "magic"
+
+    class Clash(Boom):
+        name = "mi-face"
+
+    class BadName(Boom):
+        name = "My Attack"
+
+    class Peek(Boom):
+        def run(self, knowledge, *, seed, progress):
+            return knowledge.aux_data
+
+    class Pair(Boom):
+        def run(self, knowledge, *, seed, progress):
+            return torch.zeros(3, 1, 8, 8), torch.zeros(3, dtype=torch.int64)
+
+    class Interrupt(Boom):
+        def run(self, knowledge, *, seed, progress):
+            os.kill(os.getpid(), signal.SIGINT)
+            signal.pause()
+''')
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cli-errors")
+    (d / "att.py").write_text(ATTACKS)
+    return d
+
+
+def _evaluate(work, cls, *extra):
+    marker = work / f"ran-{cls}"
+    proc = recon("evaluate", "--attack", f"att.py:{cls}", "--quiet", "--out", str(work / f"out-{cls}"), *extra,
+                 cwd=work, env={"MARKER": str(marker)})
+    return proc, marker
+
+
+def test_error_raised_inside_the_attack_names_the_attack_file_and_line(work):
+    proc, marker = _evaluate(work, "Boom")
+    line = one_error_line(proc)
+    assert marker.exists()  # it did run, and failed inside
+    assert line.startswith("the attack 'boom' failed at ") and "att.py:14: ValueError: exploded on purpose" in line, line
+    assert proc.returncode == 1
+
+
+def test_debug_shows_the_traceback(work):
+    proc, _ = _evaluate(work, "Boom", "--debug")
+    assert proc.returncode != 0
+    assert "Traceback" in proc.stderr and 'raise ValueError("exploded on purpose")' in proc.stderr
+
+
+def test_refused_knowledge_is_reported_from_the_attack(work):
+    proc, _ = _evaluate(work, "Peek")
+    line = one_error_line(proc)
+    assert "the attack 'boom' failed at" in line and "gives no auxiliary data" in line and "att.py:" in line
+
+
+def test_run_returning_a_tuple_is_one_line(work):
+    proc, _ = _evaluate(work, "Pair")
+    assert one_error_line(proc) == "the attack's run() returned a tuple, not a Reconstruction(images, labels)"
+
+
+def test_ctrl_c_says_nothing_was_written(work):
+    proc, _ = _evaluate(work, "Interrupt")
+    assert proc.returncode == 130
+    assert proc.stderr.strip().splitlines()[-1].startswith("interrupted: nothing was written")
+    assert "Traceback" not in proc.stderr and not (work / "out-Interrupt").exists()
+
+
+def test_bad_attack_class_is_refused_before_running(work):
+    proc, marker = _evaluate(work, "Magic")
+    assert one_error_line(proc) == "att.py:Magic: family 'magic' must be one of optimization, training, analysis"
+    assert not marker.exists()
+    proc, marker = _evaluate(work, "NoRun")
+    assert one_error_line(proc).startswith("att.py:NoRun: the class does not implement run()")
+
+
+def test_class_attribute_rules(work):
+    """The same checks in-process (cheap): a built-in's name, the name pattern, a bad cell."""
+    import importlib.util
+
+    from reconbench.attacks import AttackError, load_attack
+
+    spec = importlib.util.spec_from_file_location("att_inproc", work / "att.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(AttackError, match=r"name 'mi-face' is taken by the built-in attack reconbench.attacks.mi_face:MIFace"):
+        load_attack(module.Clash)
+    with pytest.raises(AttackError, match=r"name 'My Attack' must match \^\[a-z0-9\]"):
+        load_attack(module.BadName)
+    bad_cell = type("BadCell", (module.Boom,), {"scenarios": ("static/grey-box/none",)})
+    with pytest.raises(AttackError, match="'grey-box' is not one of"):
+        load_attack(bad_cell)
+    assert load_attack(module.Boom) is module.Boom  # a class is accepted as it is (notebooks)
+
+
+def test_existing_out_and_unusable_device_are_refused_before_running(work):
+    (work / "empty").mkdir()
+    for extra, expected in [
+        (["--out", str(work / "empty")], f"--out {work / 'empty'}: already exists"),
+        (["--device", "gpu"], "--device gpu: not a device torch knows (use cpu, cuda, cuda:N or mps)"),
+    ]:
+        marker = work / "ran-early"
+        proc = recon("evaluate", "--attack", "att.py:Boom", "--quiet", *extra, cwd=work, env={"MARKER": str(marker)})
+        assert one_error_line(proc).startswith(expected), (extra, proc.stderr)
+        assert not marker.exists(), extra
+
+
+def test_preflight_rules(tmp_path):
+    import torch
+
+    from reconbench.errors import UserError
+    from reconbench.preflight import check_device, check_out, check_weights_dir
+
+    with pytest.raises(UserError, match="--device cuda:99: "):
+        check_device("cuda:99")
+    if not torch.cuda.is_available():
+        with pytest.raises(UserError, match="--device cuda: no usable CUDA device on this machine"):
+            check_device("cuda")
+    with pytest.raises(UserError, match="--weights-dir .*: no such folder"):
+        check_weights_dir(tmp_path / "nowhere")
+    with pytest.raises(UserError, match="--out /proc/reconbench-x: cannot be created in /proc"):
+        check_out(Path("/proc/reconbench-x"))
+    check_out(tmp_path / "new" / "deeper")  # missing parents are fine: they will be created
+    assert not (tmp_path / "new").exists()
+
+
+def test_junk_safetensors_in_weights_dir_is_refused_before_running(work):
+    weights = work / "weights"
+    weights.mkdir()
+    (weights / "alexnet-owt-7be5be79.safetensors").write_bytes(b"not a safetensors file")
+    marker = work / "ran-junk"
+    proc = recon("evaluate", "--attack", "att.py:Boom", "--quiet", "--weights-dir", str(weights), cwd=work,
+                 env={"MARKER": str(marker)})
+    line = one_error_line(proc)
+    assert line.startswith(f"{weights / 'alexnet-owt-7be5be79.safetensors'}: not a readable safetensors file")
+    assert not marker.exists()
+
+
+def test_user_errors_outside_evaluate_are_one_line(tmp_path):
+    assert one_error_line(recon("evaluate", "--track", "nope")).startswith("unknown track 'nope'")
+    assert one_error_line(recon("verify", str(tmp_path / "missing")))
+    assert "/proc/k.pem" in one_error_line(recon("keygen", "/proc/k.pem"))
