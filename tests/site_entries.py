@@ -12,6 +12,7 @@ with re-scoring off (RECONBENCH_SITE_RESCORE=0).
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,7 +25,8 @@ from reconbench.results import RECONSTRUCTIONS_FILE, RESULT_FILE, ResultFile, Si
 from reconbench.signing import generate_key, load_private_key, sign_payload
 from reconbench.submissions.submit import submit_result
 
-NO_WEIGHTS = Path("/nonexistent-reconbench-weights")  # FID/LPIPS: "not computed", fast and offline
+# An empty weights folder: FID/LPIPS "not computed", fast and offline (a missing folder is an error).
+NO_WEIGHTS = Path(tempfile.mkdtemp(prefix="reconbench-no-weights-"))
 
 
 def make_key(folder: Path, name: str = "key") -> Path:

@@ -12,8 +12,8 @@ from reconbench.cli import app
 from reconbench.results import verify_result_dir
 from reconbench.sweep import GridError, load_grid, run_sweep
 from reconbench.sweep.run import RESULTS, SUMMARY
+from site_entries import NO_WEIGHTS
 
-NO_WEIGHTS = "/nonexistent-reconbench-weights"  # FID/LPIPS "not computed": fast and offline
 
 # A user's attack that fails (or, once fixed, works): bring-your-own `file.py:Class`.
 FLAKY = '''

@@ -1,7 +1,7 @@
 """GRID.toml -> a list of jobs: tracks x attacks x scenarios x seeds at one budget preset.
 
     name = "digits-quick"                  # optional, names the default output folder
-    tracks = ["digits"]
+    tracks = ["digits"]                    # track ids or shell patterns ("cifar10-*-n1000")
     attacks = ["mi-face", "deepinversion"]
     scenarios = "default"                  # "default": the cell `evaluate` picks (the attack's first
                                            # cell the track offers); "all": every cell both offer;
@@ -27,6 +27,7 @@ A job's id is derived from its parameters (not the device), so a rerun finds the
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import itertools
 import json
@@ -134,6 +135,22 @@ def read_grid(path: Path) -> GridFile:
         raise GridError(f"{path}: {first_error(exc)}") from None
 
 
+def _track_ids(names: list[str], source: Path) -> list[str]:
+    """Track ids, with shell patterns ("cifar10-*") matched against the registry in its order."""
+    from reconbench.tracks import all_tracks
+
+    out = []
+    for name in names:
+        if not any(c in name for c in "*?["):
+            out.append(name)
+            continue
+        matched = [t.id for t in all_tracks() if fnmatch.fnmatchcase(t.id, name)]
+        if not matched:
+            raise GridError(f"{source}: track pattern '{name}' matches no track of the registry")
+        out += matched
+    return list(dict.fromkeys(out))
+
+
 def _cells(track, attack_cls, requested) -> tuple[list[str], int]:
     """(cells to run, cells requested but not applicable) for one track and attack."""
     from reconbench.evaluation import choose_scenario
@@ -170,7 +187,7 @@ def expand(grid: GridFile, *, source: Path, budget: str | None = None) -> Grid:
 
     def product(axes: Axes) -> tuple[list[Job], int]:
         jobs, skipped = [], 0
-        for track_id in axes.tracks or grid.tracks:
+        for track_id in _track_ids(axes.tracks or grid.tracks, source):
             try:
                 track = get_track(track_id)
             except TrackError as exc:
