@@ -11,9 +11,10 @@ from pytorch_fid import inception as pf_inception
 
 from reconbench.metrics import score
 from reconbench.metrics.feature_cache import cached_features, content_key, default_cache_dir
-from reconbench.metrics.fid import NOTE_UNAVAILABLE, fid_from_features, frechet_distance, gaussian_stats
+from reconbench.metrics.fid import fid_from_features, frechet_distance, gaussian_stats
 from reconbench.metrics.inception import InceptionExtractor, standin_inception_state_dict
 from reconbench.metrics.testdata import digits, perturb, photo_patches
+from real_weights import real_weights_dir
 from reconbench.metrics.weights import FID_INCEPTION, hub_checkpoint_dir, load_weights
 
 
@@ -137,16 +138,22 @@ def test_not_computed_without_weights(tmp_path, monkeypatch):
     monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
     x, y = digits()
     report = score(x[:10], y[:10], x[:10], y[:10], lpips=False, weights_dir=tmp_path)
-    assert report.metrics["fid"].model_dump() == {"value": None, "coverage": None, "status": "not_computed", "note": NOTE_UNAVAILABLE}
+    fid = report.metrics["fid"]
+    assert (fid.status, fid.value, fid.coverage) == ("not_computed", None, None)
+    assert fid.note.startswith("FID: not computed") and FID_INCEPTION.filename in fid.note
+    assert "`recon-submit weights fetch`" in fid.note  # what is missing and the command that fetches it
     for name in ("prdc_precision", "prdc_recall", "prdc_density", "prdc_coverage"):
-        assert report.metrics[name].status == "not_computed"
+        assert report.metrics[name].status == "not_computed" and FID_INCEPTION.filename in report.metrics[name].note
     assert not list(tmp_path.rglob("*.safetensors"))  # nothing computed, nothing cached
 
 
-@pytest.mark.skipif(not (hub_checkpoint_dir() / FID_INCEPTION.filename).is_file(), reason="real pytorch-fid Inception weights not in the torch hub cache (offline machine)")
+REAL = real_weights_dir(FID_INCEPTION)
+
+
+@pytest.mark.skipif(REAL is None, reason="real pytorch-fid Inception weights neither in the toolkit cache nor in torch hub's (offline machine)")
 def test_real_weights_load_and_give_features():
-    loaded = load_weights(FID_INCEPTION, None)
-    assert loaded is not None, "the hub file is present but its sha256 is not the pinned one"
-    ex = InceptionExtractor.from_weights()
+    loaded = load_weights(FID_INCEPTION, REAL)
+    assert loaded is not None, "the file is present but its sha256 is not the pinned one"
+    ex = InceptionExtractor.from_weights(REAL)
     f = ex.features(torch.from_numpy(photo_patches(4, size=32)[0]))
     assert f.shape == (4, 2048) and np.isfinite(f).all() and (f >= 0).all()

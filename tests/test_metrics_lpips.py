@@ -1,6 +1,7 @@
 """LPIPS: the batched Euclidean form against the lpips package pair by pair (same backbone
 weights copied in), weight loading without network, and the not_computed path."""
 
+import dataclasses
 import hashlib
 import warnings
 
@@ -11,9 +12,10 @@ import torch.nn.functional as F
 from safetensors.torch import save_file
 
 from reconbench.metrics import score
-from reconbench.metrics.lpips_metric import NOTE_UNAVAILABLE, LPIPSExtractor, lpips_pairwise, standin_alexnet_state_dict
+from reconbench.metrics.lpips_metric import LPIPSExtractor, lpips_pairwise, standin_alexnet_state_dict
 from reconbench.metrics.pairwise import naive_nearest_same_class
 from reconbench.metrics.testdata import digits, perturb, photo_patches
+from real_weights import real_weights_dir
 from reconbench.metrics.weights import ALEXNET, WeightSpec, hub_checkpoint_dir, load_weights
 
 
@@ -96,7 +98,8 @@ def test_not_computed_without_weights(tmp_path, monkeypatch):
     x, y = digits()
     report = score(x[:20], y[:20], x[:20], y[:20], fid=False, weights_dir=tmp_path)
     assert report.metrics["lpips"].status == "not_computed"
-    assert report.metrics["lpips"].note == NOTE_UNAVAILABLE
+    note = report.metrics["lpips"].note  # what is missing, and the one command that fetches it
+    assert note.startswith("LPIPS: not computed") and ALEXNET.filename in note and "`recon-submit weights fetch`" in note
     assert report.metrics["lpips"].value is None and "lpips" not in report.matches
 
 
@@ -123,15 +126,18 @@ def test_pth_is_opened_only_with_the_pinned_digest(tmp_path, monkeypatch):
     # a small stand-in file with its own pin loads (torch.load weights_only=True)
     torch.save({"w": torch.ones(3)}, hub / "tiny.pth")
     data = (hub / "tiny.pth").read_bytes()
-    spec = WeightSpec("tiny.pth", hashlib.sha256(data).hexdigest(), len(data), "tiny.safetensors")
+    spec = WeightSpec("tiny", "tiny.pth", "http://127.0.0.1:9/tiny.pth", len(data), hashlib.sha256(data).hexdigest(), "tests")
     loaded = load_weights(spec, None)
     assert loaded is not None and torch.equal(loaded.state_dict["w"], torch.ones(3))
     with pytest.warns(UserWarning):
-        assert load_weights(WeightSpec("tiny.pth", "0" * 64, len(data), "tiny.safetensors"), None) is None
+        assert load_weights(dataclasses.replace(spec, sha256="0" * 64), None) is None
 
 
-@pytest.mark.skipif(not (hub_checkpoint_dir() / ALEXNET.filename).is_file(), reason="real AlexNet weights not in the torch hub cache (offline machine)")
+REAL = real_weights_dir(ALEXNET)
+
+
+@pytest.mark.skipif(REAL is None, reason="real AlexNet weights neither in the toolkit cache nor in torch hub's (offline machine)")
 def test_real_weights_match_lpips_package():
-    loaded = load_weights(ALEXNET, None)
-    assert loaded is not None, "the hub file is present but its sha256 is not the pinned one"
+    loaded = load_weights(ALEXNET, REAL)
+    assert loaded is not None, "the file is present but its sha256 is not the pinned one"
     check_against_reference(loaded.state_dict, "photos")

@@ -17,6 +17,7 @@ import typer
 from rich.table import Table
 
 from reconbench import __version__
+from reconbench.commands.weights import apply_offline, offline_option, weights_dir_option
 from reconbench.console import CliGroup, console, escape, fail, rich_task
 
 app = typer.Typer(
@@ -76,10 +77,12 @@ def evaluate(
     key: Optional[Path] = typer.Option(None, help="ed25519 private key (default: created on first use)"),
     set_: list[str] = typer.Option([], "--set", help="attack option override, key=value (repeatable; applied on top of --budget; `recon-submit attacks NAME` lists the options)"),
     budget: str = typer.Option("default", help="budget preset: quick (a minute on digits), default, paper (the paper's full budget)"),
-    weights_dir: Optional[Path] = typer.Option(None, help="folder with Inception/AlexNet weights for FID/LPIPS"),
+    weights_dir: Optional[Path] = weights_dir_option(),
+    offline: bool = offline_option(),
     quiet: bool = typer.Option(False, help="no progress bar"),
 ) -> None:
     """Run an attack on a track, score it, and write a signed result folder."""
+    apply_offline(offline)
     from reconbench.attacks import Progress
     from reconbench.evaluation import evaluate as run
     from reconbench.signing import default_key_path, generate_key

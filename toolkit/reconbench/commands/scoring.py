@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
+from reconbench.commands.weights import apply_offline, offline_option, weights_dir_option
 from reconbench.console import console, fail
 
 
@@ -22,10 +23,12 @@ def score(
     track: str = typer.Option("digits", help="track whose target set to score against"),
     dynamic: bool = typer.Option(False, help="score against the update set (dynamic scenarios)"),
     device: str = typer.Option("cpu"),
-    weights_dir: Optional[Path] = typer.Option(None, help="folder with Inception/AlexNet weights for FID/LPIPS"),
+    weights_dir: Optional[Path] = weights_dir_option(),
+    offline: bool = offline_option(),
     as_json: bool = typer.Option(False, "--json", help="print the metrics as JSON"),
 ) -> None:
     """Score a reconstruction file produced elsewhere against a track's target set."""
+    apply_offline(offline)
     from reconbench.io import FileFormatError
     from reconbench.metrics import METRICS
     from reconbench.metrics import score as run_score

@@ -10,6 +10,7 @@ from typing import Optional
 
 import typer
 
+from reconbench.commands.weights import apply_offline, offline_option, weights_dir_option
 from reconbench.console import console, fail
 
 FORMATS = ("text", "markdown", "json")
@@ -79,12 +80,14 @@ def register(app: typer.Typer) -> None:
         format: str = typer.Option("text", "--format", help="text, markdown or json"),
         no_rescore: bool = typer.Option(False, "--no-rescore", help="skip re-scoring (trust stays 'signed')"),
         device: str = typer.Option("cpu", help="device for re-scoring and the copy check"),
-        weights_dir: Optional[Path] = typer.Option(None, help="folder with Inception/AlexNet weights for FID/LPIPS"),
+        weights_dir: Optional[Path] = weights_dir_option(),
+        offline: bool = offline_option(),
         paths_from: Optional[Path] = typer.Option(None, help="file listing paths (one a line, or NUL-separated)"),
         summary: Optional[Path] = typer.Option(None, help="also append the Markdown report to this file"),
         judgements: Path = typer.Option(Path("judgements"), help="the judge studies folder (checked too)"),
     ) -> None:
         """Check submissions: structure, schema, signature, registry, reconstructions, re-score, copies, duplicates."""
+        apply_offline(offline)
         from reconbench.submissions import validate_board
         from reconbench.submissions.report import render_json, render_markdown, render_text
 

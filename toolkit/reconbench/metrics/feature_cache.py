@@ -7,7 +7,7 @@ weights can never be served for the real network. Files are safetensors (no pick
 go through a temporary file and an atomic rename; a file that fails to load or does not match
 is recomputed and overwritten.
 
-Location: $RECONBENCH_CACHE/features, default ~/.cache/reconbench/features.
+Location: $RECONBENCH_CACHE/features, default ~/.cache/reconbench/features (weights.cache_root).
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from safetensors.torch import load_file, save_file
 
 
 def default_cache_dir() -> Path:
-    root = os.environ.get("RECONBENCH_CACHE")
-    return (Path(root) if root else Path.home() / ".cache" / "reconbench") / "features"
+    from .weights import cache_root
+
+    return cache_root() / "features"
 
 
 def content_key(images: torch.Tensor) -> str:

@@ -26,9 +26,6 @@ import torch
 from .feature_cache import cached_features
 from .report import MetricResult
 
-NOTE_UNAVAILABLE = "FID: not computed (weights unavailable)"
-
-
 def gaussian_stats(features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     f = np.asarray(features, dtype=np.float64)
     return f.mean(axis=0), np.cov(f, rowvar=False)

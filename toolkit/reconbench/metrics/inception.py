@@ -25,7 +25,7 @@ import torchvision
 from pytorch_fid import inception as pfi
 
 from .images import to_unit_float
-from .weights import FID_INCEPTION, load_weights
+from .weights import load_weights, pinned
 
 BLOCK_BY_DIMS = pfi.InceptionV3.BLOCK_INDEX_BY_DIM  # {64: 0, 192: 1, 768: 2, 2048: 3}
 
@@ -103,7 +103,7 @@ class InceptionExtractor:
         cls, weights_dir: str | os.PathLike | None = None, device: str | torch.device = "cpu"
     ) -> "InceptionExtractor | None":
         """The real FID extractor if the pytorch-fid weights are on disk, else None."""
-        loaded = load_weights(FID_INCEPTION, weights_dir)
+        loaded = load_weights(pinned("inception"), weights_dir)
         if loaded is None:
             return None
         return cls(loaded.state_dict, device=device, weights_sha256=loaded.sha256)

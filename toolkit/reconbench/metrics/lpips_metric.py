@@ -19,7 +19,7 @@ grey images are repeated to 3 channels. AlexNet's five taps need a side of at le
 images with a side below 32 px (the 8x8 `digits` track) are first resized to 64x64
 (bilinear, align_corners=False, no antialiasing).
 
-Weights: the backbone comes from a local file (see weights.py), never from a download; tests
+Weights: the backbone comes from a local file (weights.py; download.py fetches it into the cache); tests
 pass stand-in weights explicitly with `LPIPSExtractor(backbone_state_dict=...)`. The linear
 layers are read from the installed lpips wheel (sha256 pinned below).
 """
@@ -36,9 +36,8 @@ import torch.nn.functional as F
 import torchvision
 
 from .images import to_unit_float
-from .weights import ALEXNET, load_weights
+from .weights import load_weights, pinned
 
-NOTE_UNAVAILABLE = "LPIPS: not computed (AlexNet weights unavailable)"
 TAPS = (1, 4, 7, 9, 11)  # indices in torchvision's alexnet().features after which lpips reads (relu1..relu5)
 MIN_SIDE = 32  # below this, resize to RESIZE_TO first
 RESIZE_TO = (64, 64)
@@ -92,7 +91,7 @@ class LPIPSExtractor:
         cls, weights_dir: str | os.PathLike | None = None, device: str | torch.device = "cpu"
     ) -> "LPIPSExtractor | None":
         """The real extractor if the AlexNet weights are on disk, else None."""
-        loaded = load_weights(ALEXNET, weights_dir)
+        loaded = load_weights(pinned("alexnet"), weights_dir)
         if loaded is None:
             return None
         return cls(loaded.state_dict, device=device, weights_sha256=loaded.sha256)

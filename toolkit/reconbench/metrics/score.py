@@ -11,8 +11,10 @@ says how many there were. Labels outside the target classes therefore cost, neve
 
 Dataset level: FID (SoK Def. 4.1) and Naeem et al.'s PRDC on InceptionV3 pool3 features.
 
-Weights: LPIPS and FID need pretrained backbones that are not shipped; without their files the
-metrics come back as status "not_computed" with a note (never numbers from random weights).
+Weights: LPIPS and FID need pretrained backbones that are not shipped; they are fetched into the
+cache on first need (pinned size and sha256, download.py) unless offline. Without their files the
+metrics come back as status "not_computed" with a note naming the missing file and the command
+that fetches it (never numbers from other or random weights).
 Tests inject stand-in extractors through `lpips_extractor=` / `inception_extractor=`.
 """
 
@@ -22,11 +24,9 @@ import os
 
 import numpy as np
 
-from .fid import NOTE_UNAVAILABLE as FID_UNAVAILABLE
 from .fid import fid_result, inception_features
 from .images import check_pair
 from .inception import InceptionExtractor
-from .lpips_metric import NOTE_UNAVAILABLE as LPIPS_UNAVAILABLE
 from .lpips_metric import LINEAR_SHA256, MIN_SIDE, RESIZE_TO, LPIPSExtractor, LPIPSKernel
 from .pairwise import Budget, Nearest, nearest_same_class
 from .pixel import MSEKernel, psnr_from_mse
@@ -34,7 +34,7 @@ from .prdc import NAMES as PRDC_NAMES
 from .prdc import prdc_results
 from .report import MetricResult, ScoreReport
 from .ssim import RADIUS, SIGMA, SSIMKernel
-from .weights import hub_checkpoint_dir
+from .weights import downloads_allowed, hub_checkpoint_dir, missing_note, pinned, weights_cache_dir
 
 
 def sample_level(best: np.ndarray, match: np.ndarray, n_targets: int, worst: float, note: str | None = None) -> MetricResult:
@@ -62,12 +62,16 @@ def score(
     budget: Budget | None = None,
     lpips_extractor: LPIPSExtractor | None = None,
     inception_extractor: InceptionExtractor | None = None,
+    download: bool | None = None,
 ) -> ScoreReport:
     """Score reconstructions against targets. Images: uint8 (N, C, H, W), C in {1, 3}; labels int64 (N,).
 
     cache_dir: where target Inception features are cached (default $RECONBENCH_CACHE/features or
     ~/.cache/reconbench/features). budget: memory budget of the pairwise engine (see pairwise.py).
+    download: fetch a missing backbone into the cache on first need (download.py); default: yes
+    unless HF_HUB_OFFLINE=1 (`--offline`).
     """
+    download = downloads_allowed() if download is None else download
     rec, rec_y, tar, tar_y = check_pair(rec_images, rec_labels, tar_images, tar_labels)
     shape = tuple(rec.shape[1:])
     m = tar.shape[0]
@@ -93,9 +97,10 @@ def score(
     if not lpips:
         metrics["lpips"] = MetricResult.not_computed("LPIPS: not computed (disabled)")
     else:
-        extractor = lpips_extractor or _loaded(LPIPSExtractor, weights_dir, device)
+        extractor, missing = (lpips_extractor, None) if lpips_extractor else _backbone(
+            LPIPSExtractor, "alexnet", "LPIPS", weights_dir, device, download)
         if extractor is None:
-            metrics["lpips"] = MetricResult.not_computed(LPIPS_UNAVAILABLE)
+            metrics["lpips"] = MetricResult.not_computed(missing)
         else:
             kernel = LPIPSKernel(extractor, shape)
             res = nearest(kernel)
@@ -110,10 +115,11 @@ def score(
         metrics["fid"] = MetricResult.not_computed("FID: not computed (disabled)")
         metrics.update({n: MetricResult.not_computed("PRDC: not computed (disabled)") for n in PRDC_NAMES})
     else:
-        extractor = inception_extractor or _loaded(InceptionExtractor, weights_dir, device)
+        extractor, missing = (inception_extractor, None) if inception_extractor else _backbone(
+            InceptionExtractor, "inception", "FID", weights_dir, device, download)
         if extractor is None:
-            metrics["fid"] = MetricResult.not_computed(FID_UNAVAILABLE)
-            metrics.update({n: MetricResult.not_computed("PRDC: not computed (Inception weights unavailable)") for n in PRDC_NAMES})
+            metrics["fid"] = MetricResult.not_computed(missing)
+            metrics.update({n: MetricResult.not_computed(missing.replace("FID:", "PRDC:", 1)) for n in PRDC_NAMES})
         else:
             rec_f, tar_f, _ = inception_features(extractor, rec, tar, cache_dir)
             result = fid_result(rec_f, tar_f, device)
@@ -129,9 +135,27 @@ def score(
 _EXTRACTORS: dict[tuple, object] = {}
 
 
+def _backbone(cls, key: str, metric: str, weights_dir, device, download: bool):
+    """(extractor, None), or (None, the not-computed note naming the missing file and the command)."""
+    extractor = _loaded(cls, weights_dir, device)
+    if extractor is not None:
+        return extractor, None
+    spec = pinned(key)
+    if not download:
+        return None, missing_note(metric, spec)
+    from reconbench.console import rich_task
+
+    from .download import ensure
+
+    reason = ensure(spec, progress=rich_task)  # first need: fetch into the cache (pins checked)
+    extractor = None if reason else _loaded(cls, weights_dir, device)
+    return extractor, (None if extractor else missing_note(metric, spec, reason))
+
+
 def _loaded(cls, weights_dir, device):
     """cls.from_weights, kept for the process once found (hashing and loading a backbone takes seconds)."""
-    key = (cls.__name__, str(weights_dir), str(hub_checkpoint_dir()), str(device))
+    pins = tuple(s.sha256 for s in (pinned("inception"), pinned("alexnet")))
+    key = (cls.__name__, str(weights_dir), str(weights_cache_dir()), str(hub_checkpoint_dir()), str(device), pins)
     if key not in _EXTRACTORS:
         extractor = cls.from_weights(weights_dir, device)
         if extractor is None:
