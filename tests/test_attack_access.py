@@ -2,13 +2,14 @@
 parameters in black-box cells; dynamic views expose the update's effect, never its images."""
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 from torch import nn
 
-from reconbench.attacks import ATTACKS, Attack, Progress, Reconstruction
+from reconbench.attacks import ATTACKS, Progress
 from reconbench.data.arrays import ArraySet
 from reconbench.dynamic import GRADIENT_BATCH_SIZE, LinkedQueryFunction, ObservedGradients
 from reconbench.evaluation import evaluate, run_attack
@@ -26,19 +27,12 @@ def track():
     return get_track("digits")
 
 
-class PeekingBlackBox(Attack):
-    """Declares a black-box cell, then asks for the parameters anyway."""
-
-    name, paper, family, scenarios = "peek", "none", "training", ("static/black-box/same",)
-
-    def run(self, knowledge, *, seed, progress):
-        _ = knowledge.model.state_dict()
-        return Reconstruction(torch.zeros(1, *knowledge.input_shape), torch.zeros(1, dtype=torch.long))
+PEEK = f"{Path(__file__).parent / 'attacks' / 'peek.py'}:PeekingBlackBox"  # asks a black-box view for the parameters
 
 
 def test_black_box_attack_asking_for_parameters_fails_at_run(track):
     with pytest.raises(KnowledgeError, match="black-box"):
-        run_attack(track, PeekingBlackBox, Scenario.parse("static/black-box/same"), config={}, seed=0,
+        run_attack(track, PEEK, Scenario.parse("static/black-box/same"), config={}, seed=0,
                    device=torch.device("cpu"), progress=Progress())
 
 

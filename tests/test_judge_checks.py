@@ -95,6 +95,12 @@ def _worse_candidate(p):
     t["candidates"][1].update(rec_index=int(same[j]), mse=float(mse[j]), psnr=psnr(float(mse[j])))
 
 
+def _drop_vote(p):
+    """A vote the publisher dislikes, marked invalid (its answer text kept)."""
+    v = p["targets"][0]["votes"]["random"][0]
+    v["position"] = v["condition"] = None
+
+
 def _prompt(p):
     p["prompt"] = p["prompt"].replace("more similar", "less similar")
 
@@ -107,6 +113,7 @@ def _prompt(p):
     (_worse_candidate, "highest-PSNR"),
     (_prompt, "not the SoK's prompt"),
     (lambda p: p.update(title="evil \u202etxt.exe"), "without control or format characters"),
+    (_drop_vote, "position does not match the answers"),
 ])
 def test_forged_and_re_signed_studies_fail(study, tmp_path, mutate, reason):
     folder, board = forged(study, tmp_path, mutate)
@@ -143,6 +150,21 @@ def test_hostile_files(study, tmp_path):
     (folder / "study.json").unlink()
     (folder / "study.json").symlink_to(study[3] / "study.json")
     assert "not a regular file" in failure(check_study(folder, board))
+
+
+def test_entries_must_be_submitted_and_of_one_target_set(study, tmp_path):
+    from reconbench.judge.selection import StudyInputError
+
+    _, root, _, _ = study
+    loose = tmp_path / "recon-results" / "run"
+    shutil.copytree(next((root / TEAM).glob("*deepdream*")), loose)
+    with pytest.raises(StudyInputError, match="not an entry folder submissions/<team>/"):
+        plan_study([next((root / TEAM).glob("*deepinversion*")), loose], options(targets=2))
+    dynamic = REPO / "submissions" / TEAM
+    with pytest.raises(StudyInputError, match="differs from"):
+        plan_study([next(dynamic.glob("*deepinversion*")), next(dynamic.glob("*updates-leak*"))], options(targets=2))
+    with pytest.raises(StudyInputError, match="2 to 6 entries"):
+        plan_study([next(dynamic.glob("*deepinversion*"))], options(targets=2))
 
 
 def test_command_line(study, tmp_path):

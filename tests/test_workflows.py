@@ -39,8 +39,8 @@ def load(path: Path) -> dict:
     return data
 
 
-def test_the_three_workflows_exist():
-    assert [p.name for p in FILES] == ["ci.yml", "site.yml", "validate.yml"]
+def test_the_workflows_exist():
+    assert [p.name for p in FILES] == ["ci.yml", "reproduce.yml", "site.yml", "validate.yml"]
 
 
 def test_zizmor_finds_nothing_of_high_severity():
@@ -105,3 +105,31 @@ def test_site_deploys_with_pages_actions():
     assert deploy["permissions"] == {"pages": "write", "id-token": "write"}
     assert deploy["steps"][0]["uses"].startswith("actions/deploy-pages@")
     assert any(s.get("uses", "").startswith("actions/upload-pages-artifact@") for s in wf["jobs"]["build"]["steps"])
+
+
+def test_reproduce_runs_contributor_code_without_secrets_and_signs_in_a_separate_job():
+    """Issue 12, item 3: the job that runs the entry's attack holds no secret and no write token; the
+    job that holds the key runs no contributor code and waits for a reviewer (an environment)."""
+    text = (WORKFLOWS / "reproduce.yml").read_text()
+    wf = load(WORKFLOWS / "reproduce.yml")
+    assert list(wf["on"]) == ["workflow_dispatch"]
+    run, sign = wf["jobs"]["run"], wf["jobs"]["sign"]
+    # The untrusted job: read-only token, no secrets anywhere in it, no environment, no credentials.
+    assert run["permissions"] == {"contents": "read"}
+    assert "secrets." not in yaml.safe_dump(run) and "environment" not in run
+    assert all(s["with"]["persist-credentials"] is False for s in run["steps"] if s.get("uses", "").startswith("actions/checkout@"))
+    run_steps = "\n".join(s.get("run", "") for s in run["steps"])
+    assert "--run-only" in run_steps and "--key" not in run_steps
+    # It never sees the submitted reconstructions (sparse, blob-less checkout of result, source, keys).
+    entry_checkout = run["steps"][1]["with"]
+    assert entry_checkout["filter"] == "blob:none" and "reconstructions" not in entry_checkout["sparse-checkout"]
+    # The signing job: needs the run, an approved environment, read-only token, and runs no attack.
+    assert sign["needs"] == "run" and sign["environment"] == "reproduction"
+    assert sign["permissions"] == {"contents": "read"}
+    sign_steps = "\n".join(s.get("run", "") for s in sign["steps"])
+    assert "--from-run run --key" in sign_steps and "--run-only" not in sign_steps
+    assert "--reproducers base/maintainers/reproducers.toml" in sign_steps  # the dispatched ref's keys, not the entry's
+    assert "pip install --quiet ./pr" not in sign_steps and "evaluate" not in sign_steps
+    assert [s for s in sign["steps"] if "secrets." in yaml.safe_dump(s)] == [
+        next(s for s in sign["steps"] if "--from-run" in s.get("run", ""))]  # the key reaches one step only
+    assert text.count("secrets.") == 1

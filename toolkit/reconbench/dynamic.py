@@ -5,7 +5,7 @@ contributes to the model change" (SoK Def. 3.2), so |D_tar| = track.update_size 
 digits-mlp: 100 images, the `update` split of data/digits.py; Hub tracks state theirs in the
 registry). The evaluator scores against `splits.update`; the update set never enters a view.
 
-What `add_update_view` puts in `knowledge.extras` (read them with `knowledge.extra(name)`):
+What `update_view` returns, for `knowledge.extras` (read them with `knowledge.extra(name)`):
 
 dynamic/white-box (Deep-Leakage's cell; "white-box ... even gradients of the target sample
 calculated on the target model", SoK Sec. 3.1):
@@ -41,9 +41,17 @@ import numpy as np
 import torch
 from torch import nn
 
+from typing import TYPE_CHECKING
+
 from reconbench.data.arrays import ArraySet, TrackSplits
-from reconbench.knowledge import Knowledge, KnowledgeError, QueryBudgetExceeded, QueryFunction
-from reconbench.tracks import Track
+from reconbench.queries import KnowledgeError, LinkedQueryFunction, QueryFunction
+from reconbench.scenario import Scenario
+
+if TYPE_CHECKING:  # the registry is the evaluator's; this module only reads the track it is given
+    from reconbench.tracks import Track
+
+__all__ = ["GRADIENT_BATCH_SIZE", "LinkedQueryFunction", "ObservedGradients", "UPDATE_RECIPE", "UPDATE_SEED",
+           "UpdateRecipe", "fine_tune", "observed_gradients", "update_view"]
 
 UPDATE_SEED = 20190403  # any fixed value (this one: Updates-Leak's arXiv month, 2019-04); never change it,
 # published entries were made against the update it gives
@@ -82,24 +90,6 @@ class ObservedGradients:
 
     def __len__(self) -> int:
         return len(self.gradients)
-
-
-class LinkedQueryFunction(QueryFunction):
-    """A QueryFunction on another model version that also charges a shared counter and budget."""
-
-    def __init__(self, model: nn.Module, shared: QueryFunction, input_shape: tuple[int, int, int], device: torch.device):
-        super().__init__(model, input_shape, shared.budget, device)
-        self._shared = shared
-
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        n = int(x.shape[0]) if x.ndim == 4 else 0
-        if self._shared.queries + n > self._shared.budget:
-            raise QueryBudgetExceeded(
-                f"query budget of {self._shared.budget} images exhausted ({self._shared.queries} used, {n} asked)"
-            )
-        probs = super().__call__(x)  # checks the shape, counts this version's share
-        self._shared.queries += n
-        return probs
 
 
 def _order(n: int, seed: int) -> np.ndarray:
@@ -147,23 +137,21 @@ def fine_tune(model: nn.Module, data: ArraySet, recipe: UpdateRecipe = UPDATE_RE
     return updated.eval()
 
 
-def add_update_view(knowledge: Knowledge, track: Track, splits: TrackSplits, target_model: nn.Module, seed: int) -> None:
-    """Fill `knowledge.extras` with the dynamic view of the scenario (see the module docstring).
+def update_view(scenario: Scenario, track: Track, splits: TrackSplits, target_model: nn.Module,
+                white_box: nn.Module | None, query: QueryFunction, device: torch.device) -> dict[str, object]:
+    """The dynamic part of a scenario's view (see the module docstring).
 
-    `seed` (the run's seed) is deliberately not used: the update is part of the track.
+    `white_box` is the view's private copy of the target (white-box cells), `query` its counted
+    query function, whose counter and budget the two versions' query functions share.
     """
-    del seed
     if splits.update is None or not track.update_size:
         raise KnowledgeError(f"track '{track.id}' has no update set, so no dynamic scenario")
     if len(splits.update) != track.update_size:
         raise KnowledgeError(f"track '{track.id}': the update set has {len(splits.update)} images, the registry says {track.update_size}")
-    device = knowledge.device
-    if knowledge.scenario.access == "white-box":
-        before = knowledge.model  # already a private copy of the target, in eval mode
-        knowledge.extras["model_before"] = before
-        knowledge.extras["update_gradients"] = observed_gradients(target_model, splits.update, device=device)
-    else:
-        after = fine_tune(target_model, splits.update, device=device)
-        shape = knowledge.input_shape
-        knowledge.extras["query_before"] = LinkedQueryFunction(copy.deepcopy(target_model), knowledge.query, shape, device)
-        knowledge.extras["query_after"] = LinkedQueryFunction(after, knowledge.query, shape, device)
+    if scenario.access == "white-box":
+        return {"model_before": white_box,  # already a private copy of the target, in eval mode
+                "update_gradients": observed_gradients(target_model, splits.update, device=device)}
+    after = fine_tune(target_model, splits.update, device=device)
+    shape = tuple(track.input_shape)
+    return {"query_before": LinkedQueryFunction(copy.deepcopy(target_model), query, shape, device),
+            "query_after": LinkedQueryFunction(after, query, shape, device)}

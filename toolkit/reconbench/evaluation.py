@@ -12,14 +12,20 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from reconbench import __version__
-from reconbench.attacks import DEFAULT_ATTACK, Attack, AttackError, Progress, enforce_size, load_attack
+import numpy as np
+
+from reconbench.attack_source import attack_source
+from reconbench.attacks import ATTACKS, DEFAULT_ATTACK, Attack, AttackError, Progress, Reconstruction, enforce_size, load_attack
 from reconbench.io import sha256_file
-from reconbench.knowledge import build_knowledge, check_attack_fits
+from reconbench.isolation.parent import AttackMeta, AttackProcess
+from reconbench.isolation.parent import attack_spec as spec_of
+from reconbench.knowledge import Knowledge, build_knowledge, check_attack_fits
 from reconbench.metrics import score
 from reconbench.preflight import preflight
 from reconbench.results import (
@@ -49,8 +55,10 @@ class EvaluationOutput:
     matches: dict[str, Any]
 
 
-def choose_scenario(track: Track, attack: type[Attack], requested: str | None) -> Scenario:
-    """The requested scenario, or the first of the attack's cells that the track offers."""
+def choose_scenario(track: Track, attack, requested: str | None) -> Scenario:
+    """The requested scenario, or the first of the attack's cells that the track offers.
+
+    `attack`: an Attack class or an AttackMeta (anything with `name` and `scenarios`)."""
     if requested:
         scenario = Scenario.parse(requested)
     else:
@@ -70,17 +78,83 @@ def device_name(device: torch.device) -> str:
     return f"cpu ({platform.processor() or platform.machine()})"
 
 
-def run_attack(track: Track, attack_cls: type[Attack], scenario: Scenario, *, config: dict, seed: int,
-               device: torch.device, progress: Progress, budget: str = "default"):
-    """Build the scenario's knowledge view and run the attack; returns (reconstruction, knowledge)."""
-    attack = attack_cls(budget=budget, **config)  # options validated before anything is loaded
-    knowledge = build_knowledge(track, scenario, device=device, seed=seed)
-    torch.manual_seed(seed)
-    rec = attack.run(knowledge, seed=seed, progress=progress)
-    rec = enforce_size(rec, knowledge.target_size, knowledge.input_shape)
+@dataclass(frozen=True)
+class AttackRun:
+    meta: AttackMeta  # what the attack declared
+    config: dict[str, Any]  # its configuration after the run ("auto" budgets resolved)
+    scenario: Scenario
+    reconstruction: Reconstruction  # checked and sized to |D_tar|
+    knowledge: Knowledge  # the evaluator's view: its query counters are the ones recorded
+    budget: str = "default"  # the budget preset the config started from
+
+
+def _checked(track: Track, meta: AttackMeta, knowledge: Knowledge, images, labels) -> Reconstruction:
+    if not isinstance(images, torch.Tensor):
+        images, labels = torch.from_numpy(np.array(images)), torch.from_numpy(np.array(labels))
+    rec = enforce_size(Reconstruction(images, labels), knowledge.target_size, knowledge.input_shape)
     if int(rec.labels.min()) < 0 or int(rec.labels.max()) >= track.num_classes:
-        raise AttackError(f"attack '{attack_cls.name}' returned labels outside 0..{track.num_classes - 1}")
-    return attack, rec, knowledge
+        raise AttackError(f"attack '{meta.name}' returned labels outside 0..{track.num_classes - 1}")
+    return rec
+
+
+def _meta_of(cls: type[Attack]) -> AttackMeta:
+    return AttackMeta(name=cls.name, paper=cls.paper, family=cls.family, scenarios=tuple(cls.scenarios),
+                      version=cls.version, code=cls.code_reference())
+
+
+def attack_run(track: Track, attack: str | type[Attack], requested: str | Scenario | None, *, config: dict, seed: int,
+               device: torch.device, progress: Progress, budget: str = "default", isolate: bool = True,
+               prepare: Callable[[Knowledge], Knowledge] | None = None) -> AttackRun:
+    """Choose the scenario, build its view, run the attack; returns the checked reconstructions.
+
+    isolate=True (every evaluation): the attack runs in its own process (reconbench.isolation),
+    which receives only the view. isolate=False runs it in this process; it exists as the
+    reference for benchmarks/bench_isolation.py and is never used to make a result file.
+    prepare: evaluator-side code that turns the scenario's view into the one the attack gets (e.g.
+    a surrogate route: steal with the view's queries, hand over a white-box view of the stolen
+    model); the caller then chose `requested` itself and the attack's fit is not checked here.
+    AttackRun.knowledge is always the scenario's own view, whose counters the result records.
+    """
+    requested = str(requested) if requested is not None else None
+
+    def choose(meta: AttackMeta) -> Scenario:
+        return Scenario.parse(requested) if prepare is not None else choose_scenario(track, meta, requested)
+
+    if not isolate:
+        cls = load_attack(attack) if isinstance(attack, str) else attack
+        meta = _meta_of(cls)
+        chosen = choose(meta)
+        knowledge = build_knowledge(track, chosen, device=device, seed=seed)
+        view = prepare(knowledge) if prepare else knowledge
+        instance = cls(budget=budget, **config)
+        torch.manual_seed(seed)
+        rec = instance.run(view, seed=seed, progress=progress)
+        return AttackRun(meta, dict(instance.config), chosen, _checked(track, meta, view, rec.images, rec.labels), knowledge,
+                         instance.budget)
+    spec = spec_of(attack)
+    if spec in ATTACKS:
+        ATTACKS[spec](budget=budget, **config)  # bad options fail here, before a long run (our code: safe to import)
+    with AttackProcess(spec, config, budget) as process:
+        # A registered attack's declaration is known here, so the view is built while the attack's
+        # process starts (imports take seconds); a bring-your-own attack is never imported here.
+        known = _meta_of(ATTACKS[spec]) if spec in ATTACKS else None
+        meta = known or process.meta()
+        chosen = choose(meta)
+        knowledge = build_knowledge(track, chosen, device=device, seed=seed)
+        view = prepare(knowledge) if prepare else knowledge
+        if process.meta() != meta:
+            raise AttackError(f"attack '{spec}': its process loaded a different attack ({process.meta().code})")
+        images, labels = process.run(view, seed=seed, progress=progress)
+        return AttackRun(meta, dict(process.config), chosen, _checked(track, meta, view, images, labels), knowledge,
+                         budget)
+
+
+def run_attack(track: Track, attack: str | type[Attack], scenario: Scenario, *, config: dict, seed: int,
+               device: torch.device, progress: Progress, budget: str = "default", isolate: bool = True):
+    """`attack_run` for a given scenario; returns (AttackRun, reconstruction, knowledge)."""
+    run = attack_run(track, attack, scenario, config=config, seed=seed, device=device, progress=progress, budget=budget,
+                     isolate=isolate)
+    return run, run.reconstruction, run.knowledge
 
 
 def evaluate(
@@ -100,18 +174,18 @@ def evaluate(
 ) -> EvaluationOutput:
     track = get_track(track_id)
     track.require_runnable()
-    attack_cls = load_attack(attack_spec)
-    chosen = choose_scenario(track, attack_cls, scenario)
-    attack_cls(budget=budget, **(config or {}))  # bad options fail here, before a long run
+    if attack_spec in ATTACKS:  # our own code: its scenario and options fail here, before the key and the run
+        choose_scenario(track, ATTACKS[attack_spec], scenario)
+        ATTACKS[attack_spec](budget=budget, **(config or {}))
     key = load_private_key(key_path)  # fail before a long run, not after
     torch_device = preflight(device=device, out=out, weights_dir=weights_dir)
+    source = attack_source(attack_spec)  # a bring-your-own attack's files, hashed before it runs
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
-    attack, rec, knowledge = run_attack(
-        track, attack_cls, chosen, config=config or {}, seed=seed, device=torch_device, progress=progress or Progress(),
-        budget=budget,
-    )
+    run = attack_run(track, attack_spec, scenario, config=config or {}, seed=seed, device=torch_device,
+                     progress=progress or Progress(), budget=budget)
     wall = time.perf_counter() - t0
+    chosen, rec, knowledge, meta = run.scenario, run.reconstruction, run.knowledge, run.meta
     finished = datetime.now(timezone.utc)
 
     # Scoring is the evaluator's side: only here is the target set (or update set) loaded.
@@ -130,17 +204,18 @@ def evaluate(
         recon_sha = sha256_file(probe)
     git_commit, git_dirty = git_state(Path(__file__).parent)
     payload = Payload(
-        entry_id=make_entry_id(track.id, attack_cls.name, started, recon_sha),
+        entry_id=make_entry_id(track.id, meta.name, started, recon_sha),
         track=track.id,
         scenario=str(chosen),
         attack=AttackInfo(
-            name=attack_cls.name,
-            version=attack_cls.version,
-            family=attack_cls.family,
-            paper=attack_cls.paper,
-            code=attack_cls.code_reference() if ":" not in attack_spec else f"{Path(attack_spec.split(':')[0]).name}:{attack_cls.__name__}",
-            config=dict(attack.config),
-            budget=attack.budget,
+            name=meta.name,
+            version=meta.version,
+            family=meta.family,
+            paper=meta.paper,
+            code=meta.code if source is None else f"{source.entry_file}:{attack_spec.rsplit(':', 1)[1]}",
+            config=dict(run.config),
+            budget=run.budget,
+            source_sha256=source.sha256 if source else None,
         ),
         target=TargetIdentity(
             model_sha256=sha256_bytes(model_file(track).read_bytes()),
@@ -167,5 +242,5 @@ def evaluate(
     signature = Signature(**sign_payload(payload.model_dump(mode="json"), key))
     result = ResultFile(payload=payload, signature=signature)
     folder = Path(out) if out else Path("recon-results") / payload.entry_id
-    write_result_dir(folder, result, images, labels)
+    write_result_dir(folder, result, images, labels, attack_files=source.files if source else None)
     return EvaluationOutput(folder=folder, result=result, matches=report.matches)

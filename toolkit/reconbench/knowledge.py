@@ -3,56 +3,63 @@
 `build_knowledge(track, scenario)` returns a `Knowledge` view. It never holds the target set (nor
 the update set of a dynamic scenario): those stay on the evaluator's side. Everything else is
 handed out by the view only when the scenario allows it; asking for more raises KnowledgeError.
+
+An evaluation does not hand this object to the attack: `reconbench.isolation` runs the attack in
+its own process and rebuilds there only what the scenario gives (black-box access becomes a pipe
+to the query functions below, which stay in the evaluator's process).
+
+Imports run one way: queries <- dynamic <- knowledge; the registry (tracks) is imported only
+inside `build_knowledge`, so the attack's process, which imports this module for the `Knowledge`
+class, never loads it.
 """
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
 from reconbench.data.arrays import ArraySet
+from reconbench.dynamic import UPDATE_RECIPE, UpdateRecipe, update_view
+from reconbench.models.training import TrainConfig
+from reconbench.queries import DEFAULT_QUERY_BUDGET, KnowledgeError, LinkedQueryFunction, QueryBudgetExceeded, QueryFunction
 from reconbench.scenario import Scenario
-from reconbench.tracks import Track, load_splits, load_target_model
 
-DEFAULT_QUERY_BUDGET = 1_000_000  # images; black-box attacks record what they used in provenance
+if TYPE_CHECKING:
+    from reconbench.tracks import Track
 
-
-class KnowledgeError(Exception):
-    """An attack asked for knowledge its scenario does not give."""
-
-
-class QueryBudgetExceeded(KnowledgeError):
-    pass
+__all__ = [
+    "DEFAULT_QUERY_BUDGET", "Knowledge", "KnowledgeError", "LinkedQueryFunction", "PublicFacts", "QueryBudgetExceeded",
+    "QueryFunction", "build_knowledge", "check_attack_fits", "public_facts",
+]
 
 
-class QueryFunction:
-    """Black-box access: output probabilities only, no gradients, every image counted."""
+@dataclass(frozen=True)
+class PublicFacts:
+    """What the track publishes about its target, in every scenario: the attacker may use it
+    (e.g. to train shadow models) without reaching for the registry.
 
-    def __init__(self, model: nn.Module, input_shape: tuple[int, int, int], budget: int, device: torch.device):
-        self._model = model
-        self._input_shape = tuple(input_shape)
-        self._device = device
-        self.budget = budget
-        self.queries = 0
+    train_recipe: how the target was trained (the embedded tracks' recipe, models/embedded.py:
+    Adam, 60 epochs, batches of 64, lr 1e-3; Hub tracks state the same default until the zoo
+    publishes its recipes through the registry). update_recipe: how a dynamic scenario's update
+    is made (reconbench.dynamic.UPDATE_RECIPE), None in static scenarios.
+    """
 
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        if x.ndim != 4 or tuple(x.shape[1:]) != self._input_shape:
-            raise ValueError(f"query expects (N, {', '.join(map(str, self._input_shape))}), got {tuple(x.shape)}")
-        if self.queries + x.shape[0] > self.budget:
-            raise QueryBudgetExceeded(
-                f"query budget of {self.budget} images exhausted ({self.queries} used, {x.shape[0]} asked)"
-            )
-        self.queries += int(x.shape[0])
-        with torch.no_grad():
-            probs = torch.softmax(self._model(x.detach().to(self._device).clamp(0, 1)), dim=1)
-        return probs.detach()
+    architecture: str
+    arch_kwargs: dict[str, Any]
+    input_shape: tuple[int, int, int]
+    num_classes: int
+    train_recipe: TrainConfig = TrainConfig()
+    update_recipe: UpdateRecipe | None = None
 
-    def __getattr__(self, name: str):
-        # Keeps `query.parameters()`, `query.state_dict()` and friends from leaking the module.
-        raise KnowledgeError(f"black-box access gives output probabilities only, not '{name}'")
+    def new_model(self) -> nn.Module:
+        """A freshly initialised module of the target's (public) architecture: no target weights."""
+        from reconbench.models import build_model
+
+        return build_model(self.architecture, **self.arch_kwargs)
 
 
 @dataclass
@@ -65,7 +72,8 @@ class Knowledge:
     input_shape: tuple[int, int, int]
     target_size: int  # |D_tar|: the required number of reconstructions (the SoK's size rule)
     device: torch.device
-    query: QueryFunction
+    query: Any  # QueryFunction here; reconbench.isolation.child.RemoteQuery in the attack's process
+    public: PublicFacts
     _model: nn.Module | None = field(default=None, repr=False)
     _aux: ArraySet | None = field(default=None, repr=False)
     extras: dict[str, object] = field(default_factory=dict, repr=False)  # dynamic views live here
@@ -98,6 +106,16 @@ def check_attack_fits(attack_name: str, attack_scenarios: list[str] | tuple[str,
         )
 
 
+def public_facts(track: Track, scenario: Scenario) -> PublicFacts:
+    return PublicFacts(
+        architecture=track.architecture,
+        arch_kwargs=dict(track.arch_kwargs),
+        input_shape=tuple(track.input_shape),
+        num_classes=track.num_classes,
+        update_recipe=UPDATE_RECIPE if scenario.training == "dynamic" else None,
+    )
+
+
 def build_knowledge(
     track: Track,
     scenario: Scenario,
@@ -106,6 +124,8 @@ def build_knowledge(
     query_budget: int = DEFAULT_QUERY_BUDGET,
     seed: int = 0,
 ) -> Knowledge:
+    from reconbench.tracks import load_splits, load_target_model  # the evaluator's side only
+
     if not track.offers(scenario):
         raise KnowledgeError(f"track '{track.id}' does not offer scenario {scenario} (offers: {', '.join(track.scenarios)})")
     device = torch.device(device)
@@ -118,6 +138,8 @@ def build_knowledge(
     aux = {"none": None, "same": splits.aux_same, "similar": splits.aux_similar}[scenario.data]
     if scenario.data == "similar" and aux is None:
         raise KnowledgeError(f"track '{track.id}' has no similar-distribution data")
+    query = QueryFunction(target, tuple(track.input_shape), query_budget, device)
+    white_box = copy.deepcopy(target) if scenario.access == "white-box" else None
     knowledge = Knowledge(
         track_id=track.id,
         scenario=scenario,
@@ -125,12 +147,12 @@ def build_knowledge(
         input_shape=tuple(track.input_shape),
         target_size=track.target_size(scenario),
         device=device,
-        query=QueryFunction(target, tuple(track.input_shape), query_budget, device),
-        _model=copy.deepcopy(target) if scenario.access == "white-box" else None,
+        query=query,
+        public=public_facts(track, scenario),
+        _model=white_box,
         _aux=aux,
     )
     if scenario.training == "dynamic":
-        from reconbench.dynamic import add_update_view
-
-        add_update_view(knowledge, track, splits, target, seed=seed)
+        # `seed` (the run's seed) is deliberately not passed: the update is part of the track.
+        knowledge.extras.update(update_view(scenario, track, splits, target, white_box, query, device))
     return knowledge

@@ -60,6 +60,9 @@ class AttackInfo(Strict):
     budget: Literal["quick", "default", "paper"] | None = Field(
         None, exclude_if=_absent, description="budget preset the config started from (config: the values that ran)"
     )
+    source_sha256: Sha256 | None = Field(
+        None, exclude_if=_absent,
+        description="bring-your-own attacks: sha256 of the attack/ source the entry ships (reconbench.attack_source)")
 
 
 class TargetIdentity(Strict):
@@ -203,9 +206,14 @@ def load_reconstructions(path: Path) -> tuple[np.ndarray, np.ndarray]:
     return images, labels
 
 
-def write_result_dir(out: Path, result: ResultFile, images: np.ndarray, labels: np.ndarray) -> Path:
-    """Write result.json and reconstructions.safetensors; the folder appears whole or not at all."""
+def write_result_dir(out: Path, result: ResultFile, images: np.ndarray, labels: np.ndarray, attack_files=None) -> Path:
+    """Write result.json and reconstructions.safetensors (and a bring-your-own attack's source in
+    attack/); the folder appears whole or not at all."""
     with atomic_dir(Path(out)) as tmp:
+        if attack_files:
+            from reconbench.attack_source import ATTACK_DIR, copy_source
+
+            copy_source(attack_files, tmp / ATTACK_DIR)
         save_arrays(tmp / RECONSTRUCTIONS_FILE, {"images": images, "labels": labels})
         (tmp / RESULT_FILE).write_text(
             json.dumps(result.model_dump(mode="json"), indent=2, sort_keys=True, allow_nan=False) + "\n", encoding="utf-8"

@@ -6,7 +6,7 @@ model before and after the update; the posterior difference delta = F_before(X_p
 F_after(X_probe) (flattened, |probe| x classes) is the attack input. To learn to decode it, the
 adversary mimics the setting on its own data: it trains a shadow model on part of its aux data,
 updates copies of it with many shadow update sets drawn from another part (the update recipe is
-public: reconbench.dynamic.UPDATE_RECIPE) and records each shadow delta with its update set.
+public: the view's `knowledge.public.update_recipe`) and records each shadow delta with its update set.
 
 What is implemented: the paper's multi-sample reconstruction attack (A_MSR, |update set| = 100),
 with its encoder (delta -> 50-d latent code) and its generator G(noise, code), trained with the
@@ -30,6 +30,7 @@ model's training set and the pool the shadow update sets are drawn from.
 
 from __future__ import annotations
 
+import dataclasses
 
 import numpy as np
 import torch
@@ -39,12 +40,8 @@ from torch.func import functional_call, grad, vmap
 
 from reconbench.attacks.base import Attack, AttackOptions, Auto, PositiveInt, Progress, Reconstruction
 from reconbench.attacks.priors import seeded_generator, track_budget
-from reconbench.data.arrays import ArraySet
-from reconbench.dynamic import UPDATE_RECIPE, UpdateRecipe
 from reconbench.knowledge import Knowledge
-from reconbench.models import build_model
-from reconbench.models.training import TrainConfig, train_classifier
-from reconbench.tracks import get_track
+from reconbench.models.training import train_classifier
 
 
 class Encoder(nn.Module):
@@ -89,12 +86,13 @@ def best_match_loss(real: torch.Tensor, fake: torch.Tensor) -> torch.Tensor:
     return nn.functional.mse_loss(matched, real)
 
 
-def shadow_deltas(model: nn.Module, probe: torch.Tensor, pool: ArraySet, update_sets: np.ndarray,
-                  recipe: UpdateRecipe, chunk: int, generator: torch.Generator, advance=lambda steps=1: None,
+def shadow_deltas(model: nn.Module, probe: torch.Tensor, pool, update_sets: np.ndarray,
+                  recipe, chunk: int, generator: torch.Generator, advance=lambda steps=1: None,
                   device: str | torch.device = "cpu") -> torch.Tensor:
     """Posterior differences of the shadow model for every shadow update set, updates vectorised.
 
-    Each update follows `recipe` (SGD with momentum, batches in a seeded order, BatchNorm frozen),
+    `pool` is an image set of the view (knowledge.aux_data.subset(...)); each update follows
+    `recipe` (the view's public update recipe: SGD with momentum, batches in a seeded order, BatchNorm frozen),
     as the target's update does (reconbench.dynamic.fine_tune)."""
     model = model.to(device).eval()
     probe = probe.to(device)
@@ -182,14 +180,16 @@ class UpdatesLeak(Attack):
             raise ValueError(f"updates-leak needs at least {n} aux images for shadow update sets, has {len(pool)}")
         probe = aux.subset(probe_idx).as_float()
 
-        # Shadow model: the track's public architecture and training recipe, on the attacker's data.
-        track = get_track(knowledge.track_id)
-        shadow = train_classifier(build_model(track.architecture, **track.arch_kwargs), train_part, TrainConfig(seed=seed), device=device)
+        # Shadow model: the track's public architecture and training recipe (from the view's public
+        # facts, never the registry), on the attacker's data, seeded by the run.
+        public = knowledge.public
+        recipe = dataclasses.replace(public.train_recipe, seed=seed)
+        shadow = train_classifier(public.new_model(), train_part, recipe, device=device)
         for p in shadow.parameters():
             p.requires_grad_(False)
         update_sets = np.stack([rng.choice(len(pool), size=n, replace=False) for _ in range(n_shadow)])
         with progress.task(f"{self.name}: shadow updates", n_shadow) as advance:
-            deltas = shadow_deltas(shadow, probe, pool, update_sets, UPDATE_RECIPE, chunk=50, generator=gen, advance=advance,
+            deltas = shadow_deltas(shadow, probe, pool, update_sets, public.update_recipe, chunk=50, generator=gen, advance=advance,
                                    device=device)
         deltas = deltas.to(device)
         scale = deltas.std().clamp(min=1e-12)  # one scalar: the deltas are tiny posterior changes

@@ -84,7 +84,7 @@ def register(app: typer.Typer) -> None:
         offline: bool = offline_option(),
         paths_from: Optional[Path] = typer.Option(None, help="file listing paths (one a line, or NUL-separated)"),
         summary: Optional[Path] = typer.Option(None, help="also append the Markdown report to this file"),
-        judgements: Path = typer.Option(Path("judgements"), help="the judge studies folder (checked too)"),
+        judgements: Optional[Path] = typer.Option(None, help="judge studies folder, checked too (default: judgements/ beside --root)"),
     ) -> None:
         """Check submissions: structure, schema, signature, registry, reconstructions, re-score, copies, duplicates."""
         apply_offline(offline)
@@ -98,6 +98,7 @@ def register(app: typer.Typer) -> None:
             selected = (selected or []) + _read_paths(paths_from)
         from reconbench.judge import report as studies  # judge studies: reconbench.judge.check
 
+        judgements = judgements or root.parent / "judgements"
         selected, study_paths, board = studies.split_paths(selected, judgements)
         study_reports = studies.run(study_paths, judgements, root)
         if not board:

@@ -28,7 +28,7 @@ import numpy as np
 from reconbench.judge import STUDY_FILE
 from reconbench.judge.aggregate import aggregates
 from reconbench.judge.order import candidate_order
-from reconbench.judge.prompt import build_prompt
+from reconbench.judge.prompt import build_prompt, parse_answer
 from reconbench.judge.selection import exact_mse, sample_targets
 from reconbench.judge.study import StudyError, StudyFile, read_study
 
@@ -141,6 +141,12 @@ def _protocol(study: StudyFile, path: Path, recs: list) -> list[str]:
                     raise Failed(f"{path}: target {t.index} ({mode}) repeat {v.repeat}: not the seeded candidate order")
                 if v.position is not None and v.position > k + 1:
                     raise Failed(f"{path}: target {t.index}: position {v.position} beyond image {k + 1}")
+                # The recorded position is what the last answer's text reads as, after only invalid ones,
+                # and an invalid vote used every re-ask: votes cannot be dropped or moved by hand.
+                texts = v.answers
+                if (parse_answer(texts[-1], k) != v.position or any(parse_answer(a, k) is not None for a in texts[:-1])
+                        or (v.position is None and len(texts) != p.options.invalid_retries + 1)):
+                    raise Failed(f"{path}: target {t.index} ({mode}) repeat {v.repeat}: the position does not match the answers")
                 expected = None if v.position is None else v.order[v.position - 2]
                 if v.condition != expected or len(v.answers) > p.options.invalid_retries + 1:
                     raise Failed(f"{path}: target {t.index} ({mode}) repeat {v.repeat}: the vote does not map to its condition")

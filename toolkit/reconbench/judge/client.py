@@ -1,6 +1,6 @@
 """One judge call through the `openai` client, with bounded timeouts and backoff on 429 / 5xx.
 
-The client's own retries are off (max_retries=0) so that every wait is ours: HTTP 429 and 5xx wait
+The client's own retries are off (max_retries=0) so that every wait is ours: HTTP 408, 409, 429 and 5xx wait
 for the server's Retry-After (seconds or an HTTP date; retry-after-ms too) when it sends one, else
 an exponential backoff; timeouts and dropped connections retry the same way; after `max_retries`
 the call fails (it is not cached, so a rerun asks again). Other 4xx are errors of the request (bad
@@ -20,6 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 DEFAULT_TIMEOUT = 60.0  # seconds per request (connect + read); a vision answer of one token takes a few
 MAX_WAIT = 120.0  # never sleep longer than this for one Retry-After
 BASE_BACKOFF = 1.0
+RETRY_STATUS = (408, 409, 429)  # with every 5xx: the statuses the openai client itself retries
 
 
 class JudgeError(Exception):
@@ -78,7 +79,7 @@ class Endpoint:
                 response = self.client.chat.completions.create(**request)
             except openai.APIStatusError as exc:
                 status = exc.status_code
-                if status != 429 and status < 500:
+                if status not in RETRY_STATUS and status < 500:
                     raise JudgeError(f"the endpoint refused the request: HTTP {status} ({_short(exc)})") from None
                 failure = f"HTTP {status}"
                 wait = retry_after(exc.response.headers)

@@ -49,6 +49,10 @@ def load_condition(entry_dir: Path) -> Condition:
     except ResultError as exc:
         raise StudyInputError(str(exc)) from None
     payload = result.payload
+    # A study is validated against submissions/<team>/<entry-id>/: the entries must already be there.
+    if entry_dir.resolve().name != payload.entry_id or not (entry_dir.resolve().parent / "team.toml").is_file():
+        raise StudyInputError(f"{entry_dir}: not an entry folder submissions/<team>/{payload.entry_id}/ "
+                              "(put the result there with `recon-submit submit` first)")
     if payload.reconstructions.hub is not None:
         raise StudyInputError(f"{entry_dir}: reconstructions are on the Hub; download them into the entry first")
     rec_path = entry_dir / RECONSTRUCTIONS_FILE

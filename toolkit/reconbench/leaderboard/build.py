@@ -25,6 +25,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from reconbench.leaderboard import charts, downloads, matrix, seeds
+from reconbench.leaderboard.reproduction import record_for as reproduction_record
 from reconbench.leaderboard.frame import (
     BOARD_METRICS,
     attack_page,
@@ -211,8 +212,12 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
             if gallery is not None:
                 files[row["gallery"]] = gallery.png
         team = report.team_info
+        record = reproduction_record(row)  # a reproduced entry's signed record, published beside its page
+        if record is not None:
+            files[record[0]] = record[1]
         pages.page(
             row["page"], "entry.md.j2", row=row, result=report.result, checks=list(report.checks or []),
+            reproduction=record[2] if record else None,
             title=Path(row["page"]).stem, gallery=gallery,
             team_name=row["team_name"], team_links=list(getattr(team, "links", None) or []),
             team_contact=getattr(team, "contact", None), readme_text=getattr(report, "readme", None),

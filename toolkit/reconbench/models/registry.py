@@ -11,9 +11,16 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from reconbench.io import FileFormatError, atomic_path
-from reconbench.models.resnet import ResNet18
 from reconbench.models.small import HomogeneousMLP, SmallCNN
 from reconbench.models.vgg import VGG16
+
+def ResNet18(**kwargs) -> nn.Module:  # noqa: N802 - stands for the class
+    # torchvision is imported only when a ResNet is built: it costs seconds at start-up, paid by
+    # every attack's process (reconbench.isolation) otherwise.
+    from reconbench.models.resnet import ResNet18 as cls
+
+    return cls(**kwargs)
+
 
 ARCHITECTURES: dict[str, Callable[..., nn.Module]] = {
     "small-cnn": SmallCNN,

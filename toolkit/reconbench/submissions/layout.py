@@ -5,6 +5,8 @@ submissions/<team>/team.toml                      display name, links, contact, 
 submissions/<team>/<entry-id>/result.json         the signed result
 submissions/<team>/<entry-id>/reconstructions.safetensors   (or a pinned Hub reference in result.json)
 submissions/<team>/<entry-id>/README.md           optional: method, code link, notes
+submissions/<team>/<entry-id>/attack/*.py         a bring-your-own attack's source (its sha256 is signed)
+submissions/<team>/<entry-id>/reproduction.json   a reproducer's signed record (recon-submit reproduce)
 ```
 
 Everything here is lexical: paths are normalised with `os.path.abspath` (which removes `..`
@@ -26,7 +28,9 @@ from reconbench.results import RECONSTRUCTIONS_FILE, RESULT_FILE
 DEFAULT_ROOT = Path("submissions")
 TEAM_FILE = "team.toml"
 README_FILE = "README.md"
-ENTRY_FILES = (RESULT_FILE, RECONSTRUCTIONS_FILE, README_FILE)
+REPRODUCTION_FILE = "reproduction.json"  # a reproducer's signed record (reconbench.reproduction.record)
+ATTACK_DIR = "attack"  # a bring-your-own attack's source (reconbench.attack_source): the one sub-folder allowed
+ENTRY_FILES = (RESULT_FILE, RECONSTRUCTIONS_FILE, README_FILE, REPRODUCTION_FILE)
 ROOT_FILES = (README_FILE,)  # a page that explains the folder may sit at submissions/README.md
 ALLOWED_SUFFIXES = (".json", ".toml", ".md", ".safetensors")
 

@@ -61,6 +61,19 @@ def _with_hub(result: ResultFile, pin: HubPin, key, local: Path) -> ResultFile:
     return ResultFile(payload=payload, signature=Signature(**sign_payload(payload.model_dump(mode="json"), key)))
 
 
+def _copy_attack_source(result_dir: Path, signed: str, dest: Path) -> None:
+    from reconbench.attack_source import ATTACK_DIR, SourceError, collect, copy_source, folder_sha256
+
+    source = result_dir / ATTACK_DIR
+    try:
+        if not source.is_dir() or folder_sha256(source) != signed:
+            raise SubmitError(f"{source}: missing or not the signed attack source (sha256 {signed[:12]}…); "
+                              "submit the folder `recon-submit evaluate` wrote")
+        copy_source(collect(source, skip_caches=False), dest / ATTACK_DIR)
+    except SourceError as exc:
+        raise SubmitError(str(exc)) from None
+
+
 def submit_result(result_dir: Path, team: str, *, root: Path = DEFAULT_ROOT, key_path: Path | None = None,
                   team_name: str | None = None, links: list[str] | None = None, contact: str | None = None,
                   add_key: bool = False, readme: Path | None = None, hub: HubPin | None = None) -> SubmitOutcome:
@@ -126,6 +139,8 @@ def submit_result(result_dir: Path, team: str, *, root: Path = DEFAULT_ROOT, key
                 raise SubmitError(f"{local_recon}: changed while it was being copied")
         if readme_bytes is not None:
             (tmp / README_FILE).write_bytes(readme_bytes)
+        if result.payload.attack.source_sha256:  # a bring-your-own attack ships its signed source
+            _copy_attack_source(result_dir, result.payload.attack.source_sha256, tmp)
         os.chmod(tmp, 0o755)  # public files in a public folder (mkdtemp creates 0700)
     if team_created or key_added:
         try:

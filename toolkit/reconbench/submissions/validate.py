@@ -1,11 +1,12 @@
 """The validator: every check, in order, for each entry; the entry stops at its first failure.
 
     1 structure  2 schema  3 signature  4 registry  5 reconstructions  6 rescore  7 copies  8 duplicates
+    9 reproduction (the shipped attack source; a reproducer's signed record lifts trust to "reproduced")
 
 Trust (DESIGN.md): "failed" if any check fails; "re-scored" if all pass, every claimed metric was
 recomputed within tolerance and no reconstruction is a copy of a public image; otherwise "signed"
-(re-scoring switched off, or a claimed metric not computable on this machine). "reproduced" needs
-an independent re-run and is never assigned here.
+(re-scoring switched off, or a claimed metric not computable on this machine). "reproduced": all
+checks pass and a reproducer listed by the maintainers signed a record for this payload.
 
 Errors of any kind in the input become failed checks with a message that names the file; one
 entry's problems never stop the others from being checked.
@@ -20,7 +21,8 @@ from pathlib import Path
 
 from reconbench.results import ResultFile
 from reconbench.submissions.board import Board
-from reconbench.submissions.checks import copies, duplicates, reconstructions, registry, rescore, schema, signature, structure
+from reconbench.submissions.checks import (copies, duplicates, reconstructions, registry, reproduction, rescore, schema,
+                                          signature, structure)
 from reconbench.submissions.checks.base import Check, CheckFailed, Context, TrustLevel
 from reconbench.submissions.layout import DEFAULT_ROOT, Selection, Unit, all_units, lexical, select, show
 from reconbench.submissions.team import Team
@@ -34,6 +36,7 @@ STAGES: list[tuple[str, Callable[[Context], list[Check]]]] = [
     ("rescore", rescore.check),
     ("copies", copies.check),
     ("duplicates", duplicates.check),
+    ("reproduction", reproduction.check),
 ]
 TEAM_STAGES = STAGES[:2]  # a team folder without entries: its layout and its team.toml
 
@@ -82,6 +85,8 @@ def _trust(ctx: Context, checks: list[Check]) -> TrustLevel:
         return "failed"
     if not ctx.unit.entry_id:
         return "signed"  # a team folder that checks out (it has no entry to re-score)
+    if ctx.reproduced:  # a reproducer's signed record, for this very payload (checks/reproduction.py)
+        return "reproduced"
     copies_ok = any(c.name == "copies" and c.status == "pass" for c in checks)
     return "re-scored" if ctx.rescored and copies_ok else "signed"
 

@@ -17,8 +17,8 @@ if TYPE_CHECKING:
     from reconbench.tracks import Track
 
 Status = Literal["pass", "fail", "not-run", "warn"]
-# "reproduced" is never assigned by the validator: it needs someone else to re-run the attack from
-# the recorded code, seed and config and sign a result within tolerance (DESIGN.md, Trust).
+# "reproduced" needs someone else to have re-run the attack from the signed code, seed and config
+# and signed a record within tolerance (checks/reproduction.py; DESIGN.md, Trust).
 TrustLevel = Literal["failed", "signed", "re-scored", "reproduced"]
 
 
@@ -63,6 +63,7 @@ class Context:
     labels: np.ndarray | None = None
     rescored: bool = False  # every claimed metric recomputed and within tolerance
     unverified: list[str] = field(default_factory=list)  # claimed metrics that could not be recomputed here
+    reproduced: bool = False  # a valid reproduction record with verdict "reproduced" (checks/reproduction.py)
 
     @property
     def entry_dir(self) -> Path:

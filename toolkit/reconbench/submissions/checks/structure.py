@@ -15,6 +15,7 @@ from pathlib import Path
 from reconbench.submissions.checks.base import Check, CheckFailed, Context
 from reconbench.submissions.layout import (
     ALLOWED_SUFFIXES,
+    ATTACK_DIR,
     ENTRY_FILES,
     ENTRY_ID,
     PICKLE_SUFFIXES,
@@ -149,6 +150,17 @@ def _team_problems(team_dir: Path) -> list[str]:
     return problems
 
 
+def _attack_problems(folder: Path) -> list[str]:
+    """attack/: .py files only, importable names, no links, capped (reconbench.attack_source)."""
+    from reconbench.attack_source import SourceError, collect
+
+    try:
+        collect(folder, skip_caches=False)
+    except (SourceError, OSError) as exc:
+        return [str(exc)]
+    return []
+
+
 def _entry_problems(entry_dir: Path) -> list[str]:
     where, problems, listable = _folder_problems(
         entry_dir, "entry", "not a folder", ENTRY_ID,
@@ -157,6 +169,9 @@ def _entry_problems(entry_dir: Path) -> list[str]:
         return problems
     names = sorted(os.listdir(entry_dir))
     for item in names:
+        if item == ATTACK_DIR and stat.S_ISDIR(os.lstat(entry_dir / item).st_mode):
+            problems += _attack_problems(entry_dir / item)
+            continue
         problems += file_problems(entry_dir / item, ENTRY_FILES, where)
     if RESULT_FILE not in names:
         problems.append(f"{where}/{RESULT_FILE}: missing")

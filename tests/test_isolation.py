@@ -1,0 +1,130 @@
+"""The process boundary (issue 12, item 4): the attack runs in its own process with only its view.
+
+A hostile black-box attack (tests/attacks/escape.py) tries every route we could think of to the
+parameters, the private splits and the evaluator's process, and reports what it reached."""
+
+import json
+import pickle
+from importlib import resources
+from multiprocessing import Pipe
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from reconbench.attacks import AttackError, Progress
+from reconbench.evaluation import attack_run
+from reconbench.isolation import protocol
+from reconbench.knowledge import KnowledgeError
+from reconbench.tracks import get_track
+
+ATTACKS_DIR = Path(__file__).parent / "attacks"
+CPU = torch.device("cpu")
+
+
+@pytest.fixture(scope="module")
+def track():
+    return get_track("digits")
+
+
+def _run(track, spec, scenario=None, config=None, progress=None, isolate=True):
+    return attack_run(track, spec, scenario, config=config or {}, seed=0, device=CPU, progress=progress or Progress(),
+                      isolate=isolate)
+
+
+@pytest.mark.parametrize("scenario", ["static/black-box/same", "dynamic/black-box/same"])
+def test_hostile_black_box_attack_reaches_nothing(track, scenario, tmp_path, monkeypatch):
+    hub = tmp_path / "hf"  # the evaluator's Hub cache, holding a "downloaded" weight file
+    (hub / "hub" / "models--x--target" / "blobs").mkdir(parents=True)
+    (hub / "hub" / "models--x--target" / "blobs" / "abc").write_bytes(b"secret weights")
+    monkeypatch.setenv("HF_HOME", str(hub))
+    report = tmp_path / "report.json"
+    package = str(resources.files("reconbench"))
+    run = _run(track, f"{ATTACKS_DIR / 'escape.py'}:Escape", scenario,
+               {"report": str(report), "hub_cache": str(hub), "package": package})
+    assert str(run.scenario) == scenario
+    seen = json.loads(report.read_text())
+    assert seen["found"] == {}, f"the attack reached: {seen['found']}"
+    refused = seen["refused"]
+    for route, why in [("knowledge.model", "black-box"), ("query[0]._model", "probabilities only"),
+                       ("import reconbench.tracks", "may not open"), ("import huggingface_hub", "may not open"),
+                       ("open data/digits/cnn.safetensors", "may not open"), ("open registry/tracks.json", "may not open"),
+                       ("os.open data/digits/cnn.safetensors", "may not open"), ("hub cache (evaluator's)", "may not open"),
+                       ("open /proc/ppid/mem", "may not open"), ("subprocess cat", "may not do"),
+                       ("os.system", "may not do"), ("ctypes libc open", "through ctypes"),
+                       ("socket connect", "may not do"), ("forged pipe message", "no black-box query function 'model'")]:
+        assert why in refused.get(route, ""), f"{route}: {refused.get(route)}"
+    # Native code is not audited; the kernel still refuses the evaluator's /proc entries.
+    assert "torch.from_file /proc/ppid/environ" in refused
+    # The documented limit: a file that is public on disk (the shipped weights) can be read natively.
+    assert set(seen["public"]) <= {"native read of the shipped weights (public)"}
+    if scenario.startswith("dynamic"):
+        assert {"query[1]._model", "query[2]._model"} <= set(refused)
+    assert run.knowledge.query.queries == 0  # the forged message was refused, not answered
+
+
+def test_black_box_queries_are_counted_in_the_evaluator_and_progress_crosses(track):
+    events = []
+
+    def factory(description, total):
+        from contextlib import contextmanager
+
+        @contextmanager
+        def bar():
+            events.append(("start", description, total))
+            yield lambda steps=1: events.append(("advance", steps))
+            events.append(("end", description))
+
+        return bar()
+
+    run = _run(track, f"{ATTACKS_DIR / 'peek.py'}:Counting", config={"chunks": 3}, progress=Progress(factory))
+    assert run.knowledge.query.queries == 40  # counted in this process: 3 chunks of 10, then 10 labels
+    assert run.config["seen"] == 40  # and the attack's mirror of the count agrees
+    assert events[0] == ("start", "counting: querying", 3) and events[-1] == ("end", "counting: querying")
+    assert sum(e[1] for e in events if e[0] == "advance") == 3
+    assert run.reconstruction.images.shape == (500, 1, 8, 8)
+
+
+@pytest.mark.parametrize("attack, message", [
+    ("PeekingBlackBox", r"black-box: the model's parameters are not available"),
+    ("Crashing", r"^attack 'crash' failed: KeyError: 'no such key' \(at peek.py:\d+\)$"),
+    ("Dies", r"^attack 'dies': its process exited \(code 3\) without a result$"),
+])
+def test_errors_in_the_attack_process_come_back_as_one_line(track, attack, message):
+    with pytest.raises((AttackError, KnowledgeError), match=message) as info:
+        _run(track, f"{ATTACKS_DIR / 'peek.py'}:{attack}")
+    assert "\n" not in str(info.value)
+
+
+def test_isolated_runs_give_the_same_reconstructions_as_in_process(track):
+    """White-box (module crosses) and black-box (queries cross) runs are bit-identical to in-process."""
+    for attack, config in [("mi-face", {"iterations": 5}), ("inv-alignment", {"epochs": 2})]:
+        a = _run(track, attack, config=config, isolate=False)
+        b = _run(track, attack, config=config)
+        assert torch.equal(a.reconstruction.images, b.reconstruction.images), attack
+        assert torch.equal(a.reconstruction.labels, b.reconstruction.labels) and a.config == b.config
+        assert a.knowledge.query.queries == b.knowledge.query.queries
+
+
+def test_the_evaluator_never_unpickles_what_the_attack_sends(tmp_path):
+    marker = tmp_path / "pwned"
+
+    class Bomb:
+        def __reduce__(self):
+            return (Path.touch, (marker,))
+
+    ours, theirs = Pipe()
+    theirs.send_bytes(pickle.dumps(Bomb()))
+    with pytest.raises(protocol.ProtocolError, match="malformed message header"):
+        protocol.recv(ours)
+    assert not marker.exists()
+    theirs.send_bytes(json.dumps({"op": "result", "arrays": [{"dtype": "object", "shape": [1]}]}).encode())
+    with pytest.raises(protocol.ProtocolError, match="bad array declaration"):
+        protocol.recv(ours)
+    theirs.send_bytes(json.dumps({"op": "query", "arrays": [{"dtype": "float32", "shape": [1 << 20, 1 << 20]}]}).encode())
+    with pytest.raises(protocol.ProtocolError, match="over the"):
+        protocol.recv(ours)
+    protocol.send(theirs, {"op": "probs"}, np.ones((2, 3), np.float32))
+    header, arrays = protocol.recv(ours)
+    assert header == {"op": "probs"} and arrays[0].shape == (2, 3)

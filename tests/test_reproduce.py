@@ -1,0 +1,143 @@
+"""`recon-submit reproduce` and the `reproduced` trust level (issue 12, item 3).
+
+A fresh MI-Face entry (tests/submission_helpers.py) is re-run from its signed provenance and
+reproduced within tolerance; a tampered configuration, a swapped attack source and forged or
+misplaced records are caught."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from reconbench.cli import app
+from reconbench.reproduction.record import RECORD_FILE, REPRODUCERS_ENV, read_record, write_record
+from reconbench.reproduction.rerun import ReproduceError
+from reconbench.reproduction.sign import reproduce_entry, sign_record
+from reconbench.signing import generate_key, load_private_key, public_key_b64
+from submission_helpers import failure, fresh_board
+
+ATTACKS_DIR = Path(__file__).parent / "attacks"
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory):
+    home = tmp_path_factory.mktemp("reproducers")
+    key, public = generate_key(home / "reproducer.pem")
+    stranger, _ = generate_key(home / "stranger.pem")
+    file = home / "reproducers.toml"
+    file.write_text(f'[[reproducer]]\nname = "test reproducer"\nkey = "{public}"\n')
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(REPRODUCERS_ENV, str(file))
+        yield key, stranger
+
+
+@pytest.fixture(scope="module")
+def reproduced(tmp_path_factory, keys):
+    """One reproduction of the session's MI-Face entry (every fresh board holds the same payload)."""
+    b = fresh_board(tmp_path_factory, tmp_path_factory.mktemp("reproduced"))
+    return reproduce_entry(b.entry, key_path=keys[0])
+
+
+@pytest.fixture
+def board(tmp_path_factory, tmp_path, keys):
+    b = fresh_board(tmp_path_factory, tmp_path)
+    b.reproducer_key, b.stranger_key = keys
+    return b
+
+
+def test_a_fresh_mi_face_entry_is_reproduced_and_validates_as_reproduced(board, reproduced):
+    write_record(board.entry / RECORD_FILE, sign_record(reproduced.record, load_private_key(board.reproducer_key)))
+    rec = reproduced.record
+    assert rec.verdict == "reproduced" and reproduced.record_path.name == RECORD_FILE
+    assert {c.metric for c in rec.comparisons} >= {"mse", "psnr", "ssim"}
+    # Same machine, same thread count: the CPU re-run is bit-identical (the tolerances are for other machines).
+    assert rec.reconstructions_sha256 == board.payload()["reconstructions"]["sha256"]
+    assert all(c.within and abs(c.obtained - c.claimed) < 1e-9 for c in rec.comparisons if c.obtained is not None)
+    report = board.only(rescore=True)
+    assert report.trust == "reproduced", [c.to_dict() for c in report.checks]
+    assert any(c.name == "reproduction" and "test reproducer" in c.message for c in report.checks)
+
+
+def test_a_tampered_configuration_is_caught(board):
+    board.resign(lambda p: p["attack"]["config"].update(iterations=1))  # re-signed by the team itself
+    out = reproduce_entry(board.entry, key_path=board.reproducer_key)
+    assert out.record.verdict == "not-reproduced"
+    assert any(c.within is False for c in out.record.comparisons)
+    assert board.only().trust != "reproduced"
+    # Changed without re-signing: refused before anything runs.
+    data = json.loads(board.result_json.read_text())
+    data["payload"]["attack"]["config"]["iterations"] = 2
+    board.result_json.write_text(json.dumps(data))
+    with pytest.raises(ReproduceError, match="signature does not match"):
+        reproduce_entry(board.entry)
+
+
+def test_a_record_must_be_signed_by_a_listed_reproducer_and_be_for_this_entry(board, reproduced):
+    out = reproduced
+    forged = sign_record(out.record, load_private_key(board.stranger_key))
+    write_record(board.entry / RECORD_FILE, forged)
+    assert "not a reproducer key listed by the maintainers" in failure(board.only()).message
+    # A genuine record, but the payload changed since (re-signed by the team): not this payload's record.
+    write_record(board.entry / RECORD_FILE, sign_record(out.record, load_private_key(board.reproducer_key)))
+    board.resign(lambda p: p["provenance"].update(command="something else"))
+    assert "another version" in failure(board.only()).message
+    # Duplicate keys in the record: refused as malformed.
+    text = (board.entry / RECORD_FILE).read_text()
+    (board.entry / RECORD_FILE).write_text(text.replace('"verdict"', '"verdict": "reproduced", "verdict"', 1))
+    assert "duplicate key" in failure(board.only()).message
+    # Signing with a key that is not listed is refused before the run.
+    with pytest.raises(Exception, match="not a reproducer key"):
+        reproduce_entry(board.entry, key_path=board.stranger_key)
+
+
+def test_bring_your_own_source_is_signed_shipped_and_a_swap_is_caught(board, tmp_path):
+    from reconbench.evaluation import evaluate
+    from reconbench.submissions.submit import submit_result
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "helper.py").write_text("ITERATIONS = 3\n")
+    (mine / "attack.py").write_text(
+        "from helper import ITERATIONS\nfrom reconbench.attacks.mi_face import MIFace\n\n"
+        "class Mine(MIFace):\n    name = 'mine'\n\n    def __init__(self, budget='default', **config):\n"
+        "        super().__init__(budget, **{'iterations': ITERATIONS, **config})\n")
+    out = evaluate(track_id="digits", attack_spec=f"{mine / 'attack.py'}:Mine", key_path=board.alpha_key,
+                   out=tmp_path / "result")
+    signed = out.result.payload.attack.source_sha256
+    assert signed and out.result.payload.attack.code == "attack.py:Mine"
+    assert sorted(p.name for p in (tmp_path / "result" / "attack").iterdir()) == ["attack.py", "helper.py"]
+    entry = submit_result(tmp_path / "result", "alpha", root=board.root, key_path=board.alpha_key).entry
+    assert (entry / "attack" / "helper.py").read_text() == "ITERATIONS = 3\n"
+    # Two halves, as the workflow runs them: the attack in one job, scoring and signing in another.
+    CliRunner().invoke(app, ["reproduce", str(entry), "--run-only", str(tmp_path / "run"), "--quiet"], catch_exceptions=False)
+    res = CliRunner().invoke(app, ["reproduce", str(entry), "--from-run", str(tmp_path / "run"), "--key",
+                                   str(board.reproducer_key)], catch_exceptions=False)
+    assert res.exit_code == 0 and "reproduced" in res.output, res.output
+    assert read_record(entry / RECORD_FILE).record.attack_source_sha256 == signed
+    (entry / "attack" / "helper.py").write_text("ITERATIONS = 30\n")  # swapped source, same file names
+    with pytest.raises(ReproduceError, match="changed after signing"):
+        reproduce_entry(entry)
+    report = [r for r in board.validate().entries if r.path == entry][0]
+    assert "not the signed one" in failure(report).message
+    shutil.rmtree(entry / "attack")
+    report = [r for r in board.validate().entries if r.path == entry][0]
+    assert "attack: missing" in failure(report).message
+
+
+def test_ci_reproduces_registered_attacks_on_embedded_tracks_within_its_time_budget(board, monkeypatch):
+    monkeypatch.setenv("RECONBENCH_REPRODUCE_SECONDS", "0.001")
+    report = board.only()
+    assert report.trust != "reproduced" and any("over this CI's budget" in c.message for c in report.checks)
+    monkeypatch.setenv("RECONBENCH_REPRODUCE_SECONDS", "100000")
+    report = board.only(rescore=True)
+    assert report.trust == "reproduced", [c.to_dict() for c in report.checks]
+    assert any(c.name == "reproduction" and "this CI's re-run" in c.message for c in report.checks)
+
+
+def test_over_the_time_budget_is_not_re_run(board):
+    with pytest.raises(ReproduceError, match="over the budget of 0 s"):
+        reproduce_entry(board.entry, max_seconds=0)
+    res = CliRunner().invoke(app, ["reproduce", str(board.entry), "--max-seconds", "0"])
+    assert res.exit_code == 1 and "over the budget" in res.output

@@ -1,0 +1,142 @@
+"""The source of a bring-your-own attack (`path/to/file.py:ClassName`): which files, and their hash.
+
+The source is every `.py` file in the attack file's folder (sub-folders too, as packages), so an
+attack may be split into modules. `evaluate` hashes it before the attack runs and signs the hash
+(payload.attack.source_sha256) and copies the files into the result folder's `attack/`; `submit`
+carries them into the entry; `reproduce` re-runs exactly those files, and validation checks that
+the entry's `attack/` hashes to the signed value. So the code that is re-run is the signed code.
+
+Caps keep an entry reviewable and small in git (the attack folder is read by people).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+ATTACK_DIR = "attack"  # the folder in a result folder and in an entry
+MAX_FILES = 32
+MAX_FILE_BYTES = 128 * 1024
+MAX_TOTAL_BYTES = 512 * 1024
+MAX_DEPTH = 3
+PART = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")  # importable module and package names only
+SKIPPED = ("__pycache__",)
+
+
+class SourceError(Exception):
+    """An attack source that cannot be shipped: the message names the file and the problem."""
+
+
+@dataclass(frozen=True)
+class AttackSource:
+    root: Path
+    files: tuple[tuple[str, Path], ...]  # (path relative to root, with '/', file on disk), sorted
+    entry_file: str  # the file named in the spec, relative to root
+    sha256: str
+
+
+def source_sha256(files: list[tuple[str, bytes]]) -> str:
+    """sha256 of the manifest 'relative/path\\0sha256(content)\\n', lines sorted by path."""
+    lines = sorted(f"{rel}\0{hashlib.sha256(data).hexdigest()}\n" for rel, data in files)
+    return hashlib.sha256("".join(lines).encode()).hexdigest()
+
+
+def collect(root: Path, *, skip_caches: bool) -> list[tuple[str, Path]]:
+    """Every .py file under root, checked against the rules; SourceError on the first problem."""
+    found: list[tuple[str, Path]] = []
+    total = 0
+
+    def walk(folder: Path, rel: str, depth: int) -> None:
+        nonlocal total
+        for name in sorted(os.listdir(folder)):
+            path, where = folder / name, f"{rel}{name}"
+            st = os.lstat(path)
+            if stat.S_ISDIR(st.st_mode) and name in SKIPPED and skip_caches:
+                continue
+            if stat.S_ISLNK(st.st_mode):
+                raise SourceError(f"{path}: symbolic link in the attack source (refused)")
+            if stat.S_ISDIR(st.st_mode):
+                if not skip_caches or PART.fullmatch(name):
+                    if not PART.fullmatch(name) or depth >= MAX_DEPTH:
+                        raise SourceError(f"{path}: folder not allowed in the attack source (importable names, depth <= {MAX_DEPTH})")
+                    walk(path, where + "/", depth + 1)
+                continue
+            if not name.endswith(".py") or not PART.fullmatch(name[:-3]) or not stat.S_ISREG(st.st_mode):
+                if skip_caches:
+                    continue  # the user's folder may hold other files; only .py files are the source
+                raise SourceError(f"{path}: only .py files with importable names may be in {ATTACK_DIR}/")
+            if st.st_nlink > 1:
+                raise SourceError(f"{path}: file with more than one hard link (refused)")
+            if st.st_size > MAX_FILE_BYTES:
+                raise SourceError(f"{path}: {st.st_size:,} bytes, over the {MAX_FILE_BYTES:,}-byte cap for one attack file")
+            total += st.st_size
+            found.append((where, path))
+            if len(found) > MAX_FILES or total > MAX_TOTAL_BYTES:
+                raise SourceError(f"{root}: the attack source is over {MAX_FILES} .py files or {MAX_TOTAL_BYTES:,} bytes; "
+                                  "put the attack in a folder of its own")
+
+    walk(root, "", 0)
+    return found
+
+
+def read_files(files: list[tuple[str, Path]] | tuple[tuple[str, Path], ...]) -> list[tuple[str, bytes]]:
+    out = []
+    for rel, path in files:
+        data = path.read_bytes()
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise SourceError(f"{path}: not UTF-8 text") from None
+        out.append((rel, data))
+    return out
+
+
+def attack_source(spec: str) -> AttackSource | None:
+    """The source of a `file.py:Class` attack (None for a registered attack: its code is the toolkit's)."""
+    if ":" not in spec:
+        return None
+    file = Path(spec.rsplit(":", 1)[0])
+    if not file.is_file():
+        return None  # load_attack reports the missing file with its own message
+    root = file.resolve().parent
+    files = collect(root, skip_caches=True)
+    entry = file.resolve().relative_to(root).as_posix()
+    if entry not in {rel for rel, _ in files}:
+        raise SourceError(f"{file}: the attack file must be a .py file with an importable name")
+    return AttackSource(root=root, files=tuple(files), entry_file=entry, sha256=source_sha256(read_files(files)))
+
+
+def folder_sha256(folder: Path) -> str:
+    """The hash of an entry's (or result folder's) attack/ folder, checked against the rules."""
+    return source_sha256(read_files(collect(folder, skip_caches=False)))
+
+
+def is_file_attack(code: str) -> bool:
+    """A payload's attack.code names a bring-your-own file (file.py:Class), not module:Class."""
+    return code.rpartition(":")[0].endswith(".py")
+
+
+def source_problem(folder: Path, signed: str) -> str | None:
+    """Why `folder` is not the signed attack source (missing, breaks the rules, other hash); None if it is."""
+    if not os.path.isdir(folder) or os.path.islink(folder):
+        return f"{folder}: missing; the payload signs an attack source ({signed[:12]}…)"
+    try:
+        actual = folder_sha256(folder)
+    except (SourceError, OSError) as exc:
+        return str(exc)
+    if actual != signed:
+        return (f"{folder}: hashes to {actual[:12]}…, the signed payload says {signed[:12]}…: "
+                "the attack source is not the signed one (changed after signing)")
+    return None
+
+
+def copy_source(files, dest: Path) -> None:
+    """Write the source files under dest (dest is created; it is inside an atomic folder)."""
+    for rel, data in read_files(files):
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)

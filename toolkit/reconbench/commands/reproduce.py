@@ -1,0 +1,67 @@
+"""`recon-submit reproduce ENTRY_DIR`: re-run an entry from its signed provenance and compare.
+
+    reproduce ENTRY --key K                 re-run, score, compare, write ENTRY/reproduction.json signed by K
+    reproduce ENTRY --run-only DIR          only re-run (the workflow's job without secrets)
+    reproduce ENTRY --from-run DIR --key K  only score DIR's reconstructions and sign (runs no attack code)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from reconbench.console import console, fail, rich_task
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(reproduce)
+
+
+def reproduce(
+    entry: Path = typer.Argument(..., help="entry folder: submissions/<team>/<entry-id>"),
+    key: Optional[Path] = typer.Option(None, help="reproducer's private key: sign the record (listed in the reproducers file)"),
+    record: Optional[Path] = typer.Option(None, help="where to write the signed record (default ENTRY/reproduction.json)"),
+    run_only: Optional[Path] = typer.Option(None, "--run-only", help="only re-run the attack into this folder"),
+    from_run: Optional[Path] = typer.Option(None, "--from-run", help="score this run folder instead of re-running"),
+    max_seconds: Optional[float] = typer.Option(None, help="skip unless the entry's recorded wall time is at most this"),
+    reproducers: Optional[Path] = typer.Option(None, help="reproducer keys file (default maintainers/reproducers.toml)"),
+    device: str = typer.Option("cpu", help="cpu, cuda, ..."),
+    weights_dir: Optional[Path] = typer.Option(None, help="folder with Inception/AlexNet weights for FID/LPIPS"),
+    quiet: bool = typer.Option(False, help="no progress bar"),
+) -> None:
+    """Re-run an entry from its signed provenance; compare every metric with the claim within tolerances."""
+    from reconbench.attacks import Progress
+    from reconbench.cli import USER_ERRORS
+    from reconbench.reproduction.record import RecordError
+    from reconbench.reproduction.rerun import ReproduceError
+    from reconbench.reproduction.sign import reproduce_entry
+
+    if run_only and from_run:
+        fail("--run-only and --from-run are the two halves of one reproduction: give one of them")
+    try:
+        outcome = reproduce_entry(entry, key_path=key, record_path=record, run_only=run_only, from_run=from_run,
+                                  max_seconds=max_seconds, reproducers=reproducers, device=device, weights_dir=weights_dir,
+                                  progress=Progress(None if quiet else rich_task))
+    except (ReproduceError, RecordError, *USER_ERRORS) as exc:
+        fail(escape(str(exc)))
+    if outcome.record is None:
+        console.print(f"re-run written to {escape(str(outcome.run_dir))} (score it with --from-run)")
+        return
+    rec = outcome.record
+    table = Table(title=f"{escape(rec.entry_id)}: [bold]{rec.verdict}[/]", title_justify="left")
+    for col in ("metric", "claimed", "obtained", "tolerance", "within"):
+        table.add_column(col)
+    for c in rec.comparisons:
+        cov = lambda v: "" if v is None else f" ({v:.2%})"  # noqa: E731
+        table.add_row(c.metric, f"{c.claimed}{cov(c.claimed_coverage)}",
+                      "-" if c.obtained is None else f"{c.obtained:.6g}{cov(c.obtained_coverage)}", escape(c.tolerance),
+                      {True: "yes", False: "[red]no[/]", None: "not compared"}[c.within])
+    console.print(table)
+    if outcome.record_path:
+        console.print(f"signed record: {escape(str(outcome.record_path))}")
+    if rec.verdict != "reproduced":
+        raise typer.Exit(1)

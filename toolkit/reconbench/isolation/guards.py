@@ -1,0 +1,127 @@
+"""Defence in depth inside the attack's process (installed before any attack code is imported).
+
+The guarantee of the boundary is the separate address space (see reconbench/isolation/__init__.py);
+these guards only make the obvious detours fail loudly. A Python audit hook refuses, for the rest of
+the process's life (audit hooks cannot be removed):
+- importing the evaluator's modules (their files cannot be opened): the registry, the Hub client,
+  dataset loaders, metrics, submissions, the evaluation itself;
+- opening (from Python) the registry files, the target weights shipped in the package, the Hub
+  cache of the evaluator's environment, the cached Inception features of target sets, and /proc entries of any other process (the evaluator's
+  memory, environment and open files);
+- starting programs (a new interpreter would have no hooks) and opening network connections;
+- looking up libc's file/process functions through ctypes.
+Before the hook, the process gives up every Linux capability and sets no_new_privs, so even when
+the evaluator runs as root (containers) the kernel refuses this process the evaluator's memory,
+environment and file descriptors (/proc/<pid>/mem, environ, fd; ptrace): the evaluator is
+non-dumpable while the attack runs (isolation.parent.not_dumpable), and only CAP_SYS_PTRACE could
+override that. The evaluator also starts this process with an empty, offline Hub cache and a registry path that
+does not exist. Native code that reads a file by itself (a C or Rust extension) is not seen by an
+audit hook: files that are public on disk stay readable, which is what review and reproduction of
+the shipped attack source are for.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+# The evaluator's modules, as files of the package (an audit hook sees a module's file being opened,
+# which is how an import of a source module shows itself): folders whole, and single modules.
+BLOCKED_FOLDERS = ("zoo", "metrics", "submissions", "commands", "leaderboard", "reproduction", "sweep")
+BLOCKED_MODULES = ("tracks", "hub", "evaluation", "signing", "cli", "data/digits", "models/embedded",
+                   "models/memorization", "isolation/parent")
+BLOCKED_PACKAGES = ("huggingface_hub",)  # installed packages that fetch from the Hub
+BLOCKED_EVENTS = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.startfile",
+                  "socket.connect", "socket.getaddrinfo", "pty.spawn")
+BLOCKED_SYMBOLS = {"open", "open64", "openat", "openat64", "fopen", "fopen64", "creat", "syscall", "ptrace",
+                   "process_vm_readv", "execve", "execv", "execvp", "execl", "system", "popen", "posix_spawn", "fork"}
+
+
+class GuardError(PermissionError):
+    """Something the attack's process may not do."""
+
+
+def _protected_roots(extra: list[str]) -> list[str]:
+    import importlib.util
+
+    package = Path(__file__).resolve().parent.parent
+    roots = [str(package / "registry")] + [str(package / f) for f in BLOCKED_FOLDERS]
+    for name in BLOCKED_PACKAGES:
+        spec = importlib.util.find_spec(name)  # locates without importing
+        if spec is not None and spec.origin:
+            roots.append(str(Path(spec.origin).resolve().parent))
+    roots += [str(p) for p in (package / "data").rglob("*.safetensors")]
+    home = Path.home()
+    roots += [str(home / ".cache" / "huggingface")]
+    # Inception features of target sets, cached by the evaluator (reconbench.metrics.feature_cache).
+    cache = os.environ.get("RECONBENCH_CACHE")
+    roots += [str((Path(cache) if cache else home / ".cache" / "reconbench") / "features")]
+    roots += [os.path.realpath(p) for p in extra if p]
+    return roots
+
+
+def drop_privileges() -> bool:
+    """no_new_privs, then empty capability sets (capset, version 3). True when both took effect."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        ok = libc.prctl(38, 1, 0, 0, 0) == 0  # PR_SET_NO_NEW_PRIVS
+        header, data = Header(0x20080522, 0), (Data * 2)()  # _LINUX_CAPABILITY_VERSION_3, this process
+        return ok and libc.capset(ctypes.byref(header), data) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def install(parent_pid: int, hub_paths: list[str]) -> None:
+    drop_privileges()
+    roots = _protected_roots(hub_paths)
+    package = Path(__file__).resolve().parent.parent
+    modules = {(str((package / m).parent), Path(m).name) for m in BLOCKED_MODULES}
+    own = str(os.getpid())
+
+    def blocked_path(raw) -> str | None:
+        if isinstance(raw, int):
+            return None  # an fd the process already holds
+        try:
+            path = os.path.realpath(os.fsdecode(raw))
+        except (TypeError, ValueError):
+            return None
+        if path.startswith("/proc/"):
+            pid = path.split("/")[2]
+            if pid.isdigit() and pid != own:
+                return path
+        for root in roots:
+            if path == root or path.startswith(root.rstrip("/") + "/"):
+                return path
+        folder = os.path.dirname(path)
+        if os.path.basename(folder) == "__pycache__":
+            folder = os.path.dirname(folder)
+        if (folder, os.path.basename(path).split(".")[0]) in modules:
+            return path
+        return None
+
+    def hook(event: str, args: tuple) -> None:
+        if event == "open" and args:
+            bad = blocked_path(args[0])
+            if bad:
+                raise GuardError(f"the attack's process may not open {bad} (the evaluator's side)")
+        elif event in BLOCKED_EVENTS or event.startswith("os.exec") or event.startswith("os.spawn"):
+            raise GuardError(f"the attack's process may not do '{event}'")
+        elif event == "ctypes.dlsym" and len(args) > 1 and str(args[1]) in BLOCKED_SYMBOLS:
+            raise GuardError(f"the attack's process may not call '{args[1]}' through ctypes")
+
+    loaded = [m for m in sys.modules if m.startswith(("reconbench.tracks", "reconbench.hub", "huggingface_hub"))]
+    if loaded:  # the guards come too late if these are already here
+        raise GuardError(f"the attack's process loaded {', '.join(loaded)} before its guards")
+    sys.addaudithook(hook)
+    del parent_pid  # the pid check above covers every other process, the parent included

@@ -1,0 +1,275 @@
+"""The evaluator's side of the boundary: start the attack's process, hand it its view, answer its
+queries, draw its progress bars, and take back its reconstructions.
+
+The attack's process is a fresh interpreter (`python -m reconbench.isolation.child`), so it
+inherits none of this process's memory: like multiprocessing's "spawn", and unlike "fork", which
+would copy the target model. A plain subprocess is used rather than multiprocessing's spawn because
+spawn re-imports the parent's __main__ (for `recon-submit`, the CLI and with it the registry) in
+the child before any guard could be installed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import pickle
+import socket
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from reconbench.attacks.base import AttackError, Progress
+from reconbench.isolation import protocol
+from reconbench.isolation.child import to_device
+from reconbench.knowledge import Knowledge
+from reconbench.queries import KnowledgeError, QueryBudgetExceeded, QueryFunction
+
+MAX_BARS = 32  # progress bars one attack may have open at once
+CHILD_ERRORS = {"KnowledgeError": KnowledgeError, "QueryBudgetExceeded": QueryBudgetExceeded, "AttackError": AttackError}
+
+
+@dataclass(frozen=True)
+class AttackMeta:
+    """What the attack declared (class attributes), as reported by its process."""
+
+    name: str
+    paper: str
+    family: str
+    scenarios: tuple[str, ...]
+    version: str
+    code: str
+
+
+def attack_spec(attack: str | type) -> str:
+    """A registered name or `file.py:Class` for an Attack class (the child imports it by that)."""
+    if isinstance(attack, str):
+        return attack
+    from reconbench.attacks import ATTACKS
+
+    if ATTACKS.get(getattr(attack, "name", None)) is attack:
+        return attack.name
+    module = sys.modules.get(attack.__module__)
+    file = getattr(module, "__file__", None)
+    if not file:
+        raise AttackError(f"attack class {attack.__qualname__} has no source file; pass path/to/file.py:ClassName")
+    return f"{file}:{attack.__qualname__}"
+
+
+def _hub_paths() -> list[str]:
+    """The evaluator's Hub cache folders, which the attack's process may not open."""
+    paths = [os.environ.get(v, "") for v in ("HF_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE")]
+    if os.environ.get("XDG_CACHE_HOME"):
+        paths.append(os.path.join(os.environ["XDG_CACHE_HOME"], "huggingface"))
+    if "huggingface_hub" in sys.modules:
+        paths.append(sys.modules["huggingface_hub"].constants.HF_HUB_CACHE)
+    return [p for p in paths if p]
+
+
+def _child_env(scratch: Path) -> dict[str, str]:
+    import reconbench
+
+    env = {k: v for k, v in os.environ.items() if not any(s in k.upper() for s in ("TOKEN", "SECRET", "PASSWORD"))}
+    package_root = str(Path(reconbench.__file__).resolve().parent.parent)  # the same toolkit as this process
+    env["PYTHONPATH"] = os.pathsep.join([package_root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    env.update({
+        "HF_HUB_OFFLINE": "1", "HF_HOME": str(scratch / "hf"), "HF_HUB_CACHE": str(scratch / "hf" / "hub"),
+        "RECONBENCH_REGISTRY": str(scratch / "no-registry.json"), "RECONBENCH_ATTACK_PROCESS": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",  # no __pycache__ written into an entry's attack/ folder
+    })
+    env.pop("HUGGINGFACE_HUB_CACHE", None)
+    env.pop("HF_ENDPOINT", None)
+    return env
+
+
+@contextlib.contextmanager
+def not_dumpable():
+    """Linux: while the attack runs, processes of the same user cannot ptrace this one or read its
+    /proc/<pid>/mem (prctl PR_SET_DUMPABLE 0); restored afterwards."""
+    libc = None
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+    before = libc.prctl(3, 0, 0, 0, 0) if libc else -1  # PR_GET_DUMPABLE
+    if before > 0:
+        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    try:
+        yield
+    finally:
+        if before > 0:
+            libc.prctl(4, before, 0, 0, 0)
+
+
+class AttackProcess:
+    """One attack run in its own process. Use as a context manager; `meta()`, then `run()`."""
+
+    def __init__(self, spec: str, config: dict[str, Any], budget: str = "default"):
+        self.spec = spec
+        self.config = dict(config)
+        self.budget = budget
+        self._meta: AttackMeta | None = None
+        self._proc: subprocess.Popen | None = None
+        self._conn: Connection | None = None
+        self._scratch: tempfile.TemporaryDirectory | None = None
+        self._stack = contextlib.ExitStack()
+
+    def __enter__(self) -> AttackProcess:
+        self._stack.enter_context(not_dumpable())
+        self._scratch = tempfile.TemporaryDirectory(prefix="reconbench-attack-")
+        ours, theirs = socket.socketpair()
+        fd = theirs.detach()
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "reconbench.isolation.child", str(fd), str(os.getpid()), *_hub_paths()],
+                pass_fds=(fd,), env=_child_env(Path(self._scratch.name)), stdin=subprocess.DEVNULL, stdout=2,
+                cwd=os.getcwd(),
+            )
+        finally:
+            os.close(fd)
+        self._conn = Connection(ours.detach())
+        protocol.send(self._conn, {"op": "start", "spec": self.spec, "config": self.config, "budget": self.budget,
+                                   "threads": torch.get_num_threads()})
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._conn is not None:
+            self._conn.close()
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
+        if self._scratch is not None:
+            self._scratch.cleanup()
+        self._stack.close()
+
+    def _name(self) -> str:
+        return self._meta.name if self._meta else self.spec
+
+    def _recv(self) -> tuple[dict, list[np.ndarray]]:
+        assert self._conn is not None and self._proc is not None
+        try:
+            while not self._conn.poll(0.2):
+                if self._proc.poll() is not None and not self._conn.poll(0):
+                    raise EOFError
+            header, arrays = protocol.recv(self._conn)
+        except (EOFError, ConnectionError):
+            code = self._proc.wait()
+            raise AttackError(f"attack '{self._name()}': its process exited (code {code}) without a result") from None
+        except protocol.ProtocolError as exc:
+            raise AttackError(f"attack '{self._name()}': its process broke the protocol: {exc}") from None
+        if header["op"] == "error":
+            kind, message = protocol.text(header.get("type"), 100), protocol.text(header.get("message"))
+            if kind in CHILD_ERRORS:
+                raise CHILD_ERRORS[kind](message)
+            where = protocol.text(header.get("where"), 200)
+            raise AttackError(f"attack '{self._name()}' failed: {kind}: {message}" + (f" (at {where})" if where else ""))
+        return header, arrays
+
+    def meta(self) -> AttackMeta:
+        """The attack's declared name, paper, family and cells (waits for its process to load it)."""
+        if self._meta is None:
+            header, _ = self._recv()
+            info = header.get("attack")
+            if header["op"] != "ready" or not isinstance(info, dict) or not isinstance(header.get("config"), dict):
+                raise AttackError(f"attack '{self.spec}': its process broke the protocol (expected 'ready')")
+            try:
+                self._meta = AttackMeta(
+                    name=protocol.text(info["name"], 80), paper=protocol.text(info["paper"]), family=str(info["family"]),
+                    scenarios=tuple(str(s) for s in info["scenarios"]), version=protocol.text(info["version"], 40),
+                    code=protocol.text(info["code"], 400),
+                )
+            except (KeyError, TypeError) as exc:
+                raise AttackError(f"attack '{self.spec}': incomplete declaration ({exc})") from None
+            self.config = header["config"]
+        return self._meta
+
+    def run(self, knowledge: Knowledge, *, seed: int, progress: Progress) -> tuple[np.ndarray, np.ndarray]:
+        """Send the view, serve queries and progress until the attack returns (images, labels)."""
+        self.meta()
+        assert self._conn is not None
+        self._conn.send_bytes(pickle.dumps(_view(knowledge, seed)))
+        remote = _remote_queries(knowledge)
+        with contextlib.ExitStack() as bars_stack:
+            bars: dict[int, tuple[contextlib.ExitStack, Any]] = {}
+            while True:
+                header, arrays = self._recv()
+                op = header["op"]
+                if op == "query":
+                    self._answer(remote, header, arrays, knowledge.input_shape)
+                elif op == "progress":
+                    self._progress(progress, bars, bars_stack, header)
+                elif op == "result" and len(arrays) == 2 and isinstance(header.get("config"), dict):
+                    self.config = header["config"]
+                    return arrays[0], arrays[1]
+                else:
+                    raise AttackError(f"attack '{self._name()}': unexpected message '{protocol.text(op, 40)}' from its process")
+
+    def _answer(self, remote: dict[str, QueryFunction], header: dict, arrays: list[np.ndarray], shape) -> None:
+        assert self._conn is not None
+        view = header.get("view")
+        if view not in remote or len(arrays) != 1 or arrays[0].dtype != np.float32:
+            protocol.send(self._conn, {"op": "refused", "kind": "access",
+                                       "message": f"scenario gives no black-box query function '{protocol.text(view, 40)}'"})
+            return
+        try:
+            probs = remote[view](torch.from_numpy(arrays[0].copy()))
+        except QueryBudgetExceeded as exc:
+            protocol.send(self._conn, {"op": "refused", "kind": "budget", "message": str(exc)})
+            return
+        except ValueError as exc:
+            protocol.send(self._conn, {"op": "refused", "kind": "shape", "message": str(exc)})
+            return
+        protocol.send(self._conn, {"op": "probs", "queries": remote[view].queries}, probs.float().cpu().numpy())
+
+    def _progress(self, progress: Progress, bars: dict, stack: contextlib.ExitStack, header: dict) -> None:
+        ident, event = header.get("id"), header.get("event")
+        if type(ident) is not int:
+            return
+        if event == "start" and ident not in bars and len(bars) < MAX_BARS:
+            total = header.get("total")
+            bar = contextlib.ExitStack()
+            advance = bar.enter_context(progress.task(protocol.text(header.get("description"), 120),
+                                                      total if type(total) is int and total >= 0 else 0))
+            bars[ident] = (stack.enter_context(bar), advance)
+        elif event == "advance" and ident in bars and type(header.get("steps")) is int:
+            bars[ident][1](header["steps"])
+        elif event == "end" and ident in bars:
+            bars.pop(ident)[0].close()
+
+
+def _remote_queries(knowledge: Knowledge) -> dict[str, QueryFunction]:
+    """The query functions the attack's process may call: black-box cells only."""
+    if knowledge.scenario.access != "black-box":
+        return {}
+    out = {"query": knowledge.query}
+    out.update({k: v for k, v in knowledge.extras.items() if isinstance(v, QueryFunction)})
+    return out
+
+
+def _view(knowledge: Knowledge, seed: int) -> dict:
+    """What crosses to the attack's process: public facts, aux data, and in white-box cells the
+    module (a copy); black-box query functions cross only as their names."""
+    white = knowledge.scenario.access == "white-box"
+    model = knowledge.model.cpu() if white else None
+    extras: dict[str, object] = {}
+    for name, value in knowledge.extras.items():
+        if isinstance(value, QueryFunction):
+            extras[name] = "remote-query"
+        elif white and value is knowledge.model:
+            extras[name] = "model"
+        elif white:
+            extras[name] = to_device(value, "cpu")
+        else:
+            raise KnowledgeError(f"black-box view holds '{name}', which cannot cross to the attack's process")
+    return {
+        "track_id": knowledge.track_id, "scenario": str(knowledge.scenario), "num_classes": knowledge.num_classes,
+        "input_shape": tuple(knowledge.input_shape), "target_size": knowledge.target_size, "device": str(knowledge.device),
+        "budget": knowledge.query.budget, "public": knowledge.public, "model": model,
+        "aux": knowledge._aux, "extras": extras, "seed": seed,
+    }

@@ -1,0 +1,9 @@
+"""Reproduction (issue 12, item 3): re-run an entry from its signed provenance and compare.
+
+    record.py      the reproduction record, its signature, the maintainers' reproducer keys
+    tolerances.py  how far a re-run's metrics may be from the claim, and why
+    rerun.py       load an entry (signature, attack source), re-run it, score a run, compare
+
+`recon-submit reproduce ENTRY_DIR` (commands/reproduce.py) chains them; the reproduce workflow
+runs `--run-only` (contributor code, no secrets) and `--from-run` (scoring and signing) as two jobs.
+"""

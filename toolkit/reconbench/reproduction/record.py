@@ -1,0 +1,137 @@
+"""The reproduction record: what a reproducer obtained, signed by a key the maintainers list.
+
+On disk: `<entry>/reproduction.json` = {"record": {...}, "signature": {...}}; the signature covers
+the RFC 8785 canonical form of "record", as for result files. Reproducer keys are listed in
+`maintainers/reproducers.toml` (CODEOWNERS: maintainers only); `RECONBENCH_REPRODUCERS` or
+`--reproducers` names another file. Workflows pass the BASE branch's file, never the pull
+request's, so a pull request cannot list its own key.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, StringConstraints, ValidationError
+
+from reconbench.io import atomic_path
+from reconbench.metrics import MetricResult
+from reconbench.results import Sha256, Signature, Slug, Strict, first_error
+from reconbench.signing import SigningError, verify_payload
+
+RECORD_FILE = "reproduction.json"
+REPRODUCERS_ENV = "RECONBENCH_REPRODUCERS"
+MAX_RECORD_BYTES = 256 * 1024
+Short = Annotated[str, StringConstraints(max_length=400)]
+
+
+class RecordError(Exception):
+    """A reproduction record or reproducers file that cannot be used; the message names it."""
+
+
+class Comparison(Strict):
+    metric: Annotated[str, StringConstraints(max_length=40)]
+    claimed: float | None
+    obtained: float | None
+    claimed_coverage: float | None = None
+    obtained_coverage: float | None = None
+    tolerance: Short
+    within: bool | None = Field(description="None: not compared (the claim or the re-run has no value)")
+
+
+class RunInfo(Strict):
+    """The re-run as its job reported it (device, time): informational, the metrics are re-scored."""
+
+    device: Short
+    hardware: Short
+    wall_seconds: Annotated[float, Field(ge=0, le=1e7)]
+    toolkit_commit: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40}$")] | None = None
+
+
+class ReproductionRecord(Strict):
+    kind: Literal["reconbench-reproduction"] = "reconbench-reproduction"
+    schema_version: Literal[1] = 1
+    entry_id: Slug
+    team: Slug
+    payload_sha256: Sha256 = Field(description="sha256 of the RFC 8785 form of the entry's signed payload")
+    attack_source_sha256: Sha256 | None = None
+    toolkit_version: Short
+    toolkit_commit: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40}$")] | None = None
+    scored_on: Short
+    run: RunInfo
+    reconstructions_sha256: Sha256
+    metrics: dict[Annotated[str, StringConstraints(max_length=40)], MetricResult]
+    comparisons: list[Comparison] = Field(max_length=64)
+    verdict: Literal["reproduced", "not-reproduced"]
+    created: datetime
+
+
+class SignedRecord(Strict):
+    record: ReproductionRecord
+    signature: Signature
+
+
+def default_reproducers_path() -> Path:
+    env = os.environ.get(REPRODUCERS_ENV)
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[3] / "maintainers" / "reproducers.toml"  # a source checkout
+
+
+def reproducer_keys(path: Path | None = None) -> dict[str, str]:
+    """public key (base64) -> reproducer name, from the maintainers' file."""
+    path = Path(path) if path else default_reproducers_path()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RecordError(f"{path}: reproducer keys file not found (set {REPRODUCERS_ENV})") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise RecordError(f"{path}: cannot be read as TOML ({exc})") from None
+    keys = {}
+    for item in data.get("reproducer", []):
+        if not isinstance(item, dict) or not isinstance(item.get("key"), str) or not isinstance(item.get("name"), str):
+            raise RecordError(f"{path}: each [[reproducer]] needs a name and a key")
+        keys[item["key"]] = item["name"]
+    return keys
+
+
+def read_record(path: Path) -> SignedRecord:
+    from reconbench.submissions.team import read_capped  # size first, no links
+
+    try:
+        raw = read_capped(path, MAX_RECORD_BYTES)
+        return SignedRecord.model_validate(json.loads(raw, object_pairs_hook=_no_duplicates))
+    except (ValueError, UnicodeDecodeError) as exc:
+        if isinstance(exc, ValidationError):
+            raise RecordError(f"{path}: {first_error(exc)}") from None
+        raise RecordError(f"{path}: not a reproduction record ({exc})") from None
+    except Exception as exc:  # TeamError from read_capped: a link, too large, unreadable
+        raise RecordError(f"{path}: {exc}") from None
+
+
+def _no_duplicates(pairs: list) -> dict:
+    keys = [k for k, _ in pairs]
+    if len(keys) != len(set(keys)):
+        raise ValueError(f"duplicate key {sorted(k for k in keys if keys.count(k) > 1)[0]!r}")
+    return dict(pairs)
+
+
+def verify_record(signed: SignedRecord, keys: dict[str, str]) -> str:
+    """The reproducer's name; RecordError unless a listed key signed this very record."""
+    try:
+        key = verify_payload(signed.record.model_dump(mode="json"), signed.signature.model_dump())
+    except SigningError as exc:
+        raise RecordError(f"{RECORD_FILE}: {exc}") from None
+    if signed.signature.public_key not in keys:
+        raise RecordError(f"{RECORD_FILE}: signed by key {key}, which is not a reproducer key listed by the maintainers")
+    return keys[signed.signature.public_key]
+
+
+def write_record(path: Path, signed: SignedRecord) -> None:
+    with atomic_path(Path(path)) as tmp:
+        tmp.write_text(json.dumps(signed.model_dump(mode="json"), indent=2, sort_keys=True, allow_nan=False) + "\n",
+                       encoding="utf-8")

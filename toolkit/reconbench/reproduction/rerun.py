@@ -1,0 +1,158 @@
+"""Load an entry for reproduction, re-run it from its signed provenance, score a run, compare.
+
+The re-run is `evaluate` with everything taken from the signed payload: track, scenario, seed,
+the full attack configuration and budget preset, and the attack itself: a registered attack by
+name (the toolkit's code at the reproducer's commit), or a bring-your-own attack from the entry's
+`attack/` folder, whose hash must equal the signed `attack.source_sha256` before anything runs.
+Scoring is separate (`score_run`) so that the workflow can score in a job that runs no
+contributor code: it reads only the run's reconstructions (safetensors) and its result.json (JSON).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path, PurePosixPath
+
+from reconbench import __version__
+from reconbench.attack_source import ATTACK_DIR, is_file_attack, source_problem
+from reconbench.io import sha256_file
+from reconbench.reproduction import tolerances
+from reconbench.reproduction.record import Comparison, ReproductionRecord, RunInfo
+from reconbench.results import (RECONSTRUCTIONS_FILE, RESULT_FILE, ResultError, ResultFile, git_state,
+                                load_reconstructions, parse_result_json, payload_dict)
+from reconbench.signing import SigningError, canonical, verify_payload
+
+
+class ReproduceError(Exception):
+    """An entry that cannot be reproduced as asked; the message names the file and the reason."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    folder: Path
+    team: str
+    result: ResultFile
+    spec: str  # what the re-run loads: a registered name, or attack/<file>.py:Class in the entry
+    payload_sha256: str
+
+
+def payload_sha256(result: ResultFile) -> str:
+    return hashlib.sha256(canonical(payload_dict(result))).hexdigest()
+
+
+def _team_keys(team_dir: Path) -> list[str]:
+    from reconbench.submissions.team import TeamError, load_team
+
+    try:
+        team = load_team(team_dir)
+    except TeamError as exc:
+        raise ReproduceError(str(exc)) from None
+    return [k if isinstance(k, str) else str(getattr(k, "key", k)) for k in team.keys]
+
+
+def load_entry(entry_dir: Path) -> Entry:
+    """The entry's signed payload (signature checked against its team's keys) and the attack to run."""
+    from reconbench.attacks import ATTACKS
+
+    folder = Path(entry_dir)
+    try:
+        result = parse_result_json(folder / RESULT_FILE)
+        verify_payload(payload_dict(result), result.signature.model_dump(), trusted_keys=_team_keys(folder.parent))
+    except (ResultError, SigningError) as exc:
+        raise ReproduceError(f"{folder / RESULT_FILE}: {exc}") from None
+    attack = result.payload.attack
+    if attack.source_sha256 is None:
+        if is_file_attack(attack.code) or attack.name not in ATTACKS:
+            raise ReproduceError(f"{folder}: attack '{attack.name}' ({attack.code}) is not registered and the entry signs no "
+                                 "attack source (source_sha256), so there is no code to re-run")
+        spec = attack.name
+    else:
+        source = folder / ATTACK_DIR
+        problem = source_problem(source, attack.source_sha256)
+        if problem:
+            raise ReproduceError(problem)
+        file, _, cls = attack.code.rpartition(":")
+        rel = PurePosixPath(file)
+        if not file.endswith(".py") or rel.is_absolute() or ".." in rel.parts or not (source / rel).is_file():
+            raise ReproduceError(f"{folder / RESULT_FILE}: attack.code '{attack.code}' does not name a file of {ATTACK_DIR}/")
+        spec = f"{source / rel}:{cls}"
+    return Entry(folder=folder, team=folder.parent.name, result=result, spec=spec, payload_sha256=payload_sha256(result))
+
+
+def rerun(entry: Entry, out: Path, *, device: str = "cpu", max_seconds: float | None = None,
+          weights_dir: Path | None = None, progress=None) -> Path:
+    """Run the entry's attack again into `out` (a result folder signed by a throwaway key)."""
+    from reconbench.evaluation import evaluate
+    from reconbench.signing import generate_key
+
+    p = entry.result.payload
+    if max_seconds is not None and p.provenance.wall_seconds > max_seconds:
+        raise ReproduceError(f"{entry.folder}: recorded wall time {p.provenance.wall_seconds:.0f} s is over the "
+                             f"budget of {max_seconds:.0f} s; not re-run here")
+    with tempfile.TemporaryDirectory() as tmp:
+        key = Path(tmp) / "throwaway.pem"  # the run's own signature means nothing; the record is what counts
+        generate_key(key)
+        evaluate(track_id=p.track, attack_spec=entry.spec, scenario=p.scenario, seed=p.provenance.seed, device=device,
+                 out=out, key_path=key, config=dict(p.attack.config), budget=p.attack.budget or "default",
+                 command=f"recon-submit reproduce {entry.folder}", weights_dir=weights_dir, progress=progress)
+    return Path(out)
+
+
+def _run_info(run_dir: Path) -> RunInfo:
+    try:
+        prov = parse_result_json(run_dir / RESULT_FILE).payload.provenance
+    except ResultError as exc:
+        raise ReproduceError(f"run folder: {exc}") from None
+    return RunInfo(device=prov.device, hardware=prov.hardware, wall_seconds=prov.wall_seconds, toolkit_commit=prov.git_commit)
+
+
+def score_run(entry: Entry, run_dir: Path, *, device: str = "cpu", weights_dir: Path | None = None) -> ReproductionRecord:
+    """Score a run's reconstructions against the entry's target set and compare with the claim."""
+    from reconbench.metrics import score
+    from reconbench.tracks import get_track, load_splits
+
+    p = entry.result.payload
+    run_dir = Path(run_dir)
+    recon = run_dir / RECONSTRUCTIONS_FILE
+    images, labels = load_reconstructions(recon)
+    if len(labels) != p.reconstructions.count or tuple(images.shape[1:]) != tuple(p.reconstructions.shape):
+        raise ReproduceError(f"{recon}: {images.shape} reconstructions, the entry has {p.reconstructions.count} "
+                             f"of {tuple(p.reconstructions.shape)}")
+    track = get_track(p.track)
+    dynamic = p.scenario.startswith("dynamic/")
+    splits = load_splits(track, ["update" if dynamic else "target"])
+    target = splits.update if dynamic else splits.target
+    if target.sha256 != p.target.target_set_sha256:
+        raise ReproduceError(f"{entry.folder}: the entry was scored against target set {p.target.target_set_sha256[:12]}…, "
+                             f"track '{track.id}' now pins {target.sha256[:12]}…")
+    report = score(images, labels, target.images, target.labels, device=device, weights_dir=weights_dir)
+    comparisons = [_compare(name, claim, report.metrics.get(name)) for name, claim in sorted(p.metrics.items())
+                   if claim.status == "computed"]
+    compared = [c for c in comparisons if c.within is not None]
+    verdict = "reproduced" if compared and all(c.within for c in compared) else "not-reproduced"
+    commit, _ = git_state(Path(__file__).parent)
+    return ReproductionRecord(
+        entry_id=p.entry_id, team=entry.team, payload_sha256=entry.payload_sha256,
+        attack_source_sha256=p.attack.source_sha256, toolkit_version=__version__, toolkit_commit=commit,
+        scored_on=f"{platform.system()} {platform.machine()}, {device}", run=_run_info(run_dir),
+        reconstructions_sha256=sha256_file(recon), metrics=report.metrics, comparisons=comparisons, verdict=verdict,
+        created=datetime.now(timezone.utc).replace(microsecond=0),
+    )
+
+
+def _compare(name: str, claim, obtained) -> Comparison:
+    tol = tolerances.for_metric(name)
+    if obtained is None or obtained.status != "computed":
+        return Comparison(metric=name, claimed=claim.value, obtained=None, claimed_coverage=claim.coverage,
+                          tolerance=str(tol), within=None)
+    within = tol.allows(claim.value, obtained.value)
+    if claim.coverage is not None and obtained.coverage is not None:
+        within = within and tolerances.COVERAGE.allows(claim.coverage, obtained.coverage)
+    return Comparison(metric=name, claimed=claim.value, obtained=obtained.value, claimed_coverage=claim.coverage,
+                      obtained_coverage=obtained.coverage,
+                      tolerance=f"{tol}" + (f", coverage {tolerances.COVERAGE}" if claim.coverage is not None else ""),
+                      within=within)

@@ -1,0 +1,49 @@
+"""One reproduction end to end (what `recon-submit reproduce` calls; usable from Python)."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from reconbench.reproduction.record import (RECORD_FILE, RecordError, ReproductionRecord, SignedRecord, reproducer_keys,
+                                            write_record)
+from reconbench.reproduction.rerun import load_entry, rerun, score_run
+from reconbench.results import Signature
+from reconbench.signing import load_private_key, public_key_b64, sign_payload
+
+
+@dataclass(frozen=True)
+class Outcome:
+    record: ReproductionRecord | None  # None after --run-only
+    record_path: Path | None  # where the signed record was written, if a key was given
+    run_dir: Path | None
+
+
+def sign_record(record: ReproductionRecord, key) -> SignedRecord:
+    return SignedRecord(record=record, signature=Signature(**sign_payload(record.model_dump(mode="json"), key)))
+
+
+def reproduce_entry(entry_dir: Path, *, key_path: Path | None = None, record_path: Path | None = None,
+                    run_only: Path | None = None, from_run: Path | None = None, max_seconds: float | None = None,
+                    reproducers: Path | None = None, device: str = "cpu", weights_dir: Path | None = None,
+                    progress=None) -> Outcome:
+    entry = load_entry(entry_dir)  # signature and attack source checked before anything runs
+    key = None
+    if key_path is not None and run_only is None:
+        key = load_private_key(key_path)  # fail before a long run
+        if public_key_b64(key.public_key()) not in reproducer_keys(reproducers):
+            raise RecordError(f"{key_path}: not a reproducer key listed in the reproducers file; "
+                              "a record it signs would not be accepted")
+    if run_only is not None:
+        return Outcome(None, None, rerun(entry, run_only, device=device, max_seconds=max_seconds,
+                                         weights_dir=weights_dir, progress=progress))
+    with tempfile.TemporaryDirectory() as tmp:
+        run_dir = from_run or rerun(entry, Path(tmp) / "run", device=device, max_seconds=max_seconds,
+                                    weights_dir=weights_dir, progress=progress)
+        record = score_run(entry, run_dir, device=device, weights_dir=weights_dir)
+    if key is None:
+        return Outcome(record, None, None)
+    path = Path(record_path) if record_path else Path(entry_dir) / RECORD_FILE
+    write_record(path, sign_record(record, key))
+    return Outcome(record, path, None)
