@@ -94,19 +94,16 @@ def row_fid(device: str, dry: bool) -> str:
 
 
 def _attack_seconds_per_iteration(name: str, device: str, config: dict, budget: str = "default") -> str:
-    from reconbench.attacks import Progress, load_attack
-    from reconbench.evaluation import choose_scenario, run_attack
+    """The attack as `evaluate` runs it (its own process, reconbench.isolation); the time includes that start."""
+    from reconbench.attacks import Progress
+    from reconbench.evaluation import attack_run
     from reconbench.tracks import get_track
 
-    track = get_track("digits")
-    cls = load_attack(name)
-    scenario = choose_scenario(track, cls, None)
-    (attack, rec, _), seconds = timed(device, lambda: run_attack(track, cls, scenario, config=config, seed=0,
-                                                                 device=torch.device(device), progress=Progress(),
-                                                                 budget=budget))
-    iterations = attack.config.get("iterations")
-    per = f", {1000 * seconds / iterations:.1f} ms per iteration" if iterations else ""
-    return f"digits, {iterations or '?'} iterations, {len(rec.images)} images: {seconds:.2f} s{per}"
+    run, seconds = timed(device, lambda: attack_run(get_track("digits"), name, None, config=config, seed=0,
+                                                    device=torch.device(device), progress=Progress(), budget=budget))
+    iterations = run.config.get("iterations")
+    per = f", {1000 * seconds / iterations:.1f} ms per iteration (process start included)" if iterations else ""
+    return f"digits, {iterations or '?'} iterations, {len(run.reconstruction.images)} images: {seconds:.2f} s{per}"
 
 
 def row_deepinversion(device: str, dry: bool) -> str:
