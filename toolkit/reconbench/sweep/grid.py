@@ -34,6 +34,7 @@ import json
 import re
 import tomllib
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -135,6 +136,24 @@ def read_grid(path: Path) -> GridFile:
         raise GridError(f"{path}: {first_error(exc)}") from None
 
 
+@lru_cache(maxsize=64)
+def attack_meta(spec: str, options: str = "{}", budget: str = "default"):
+    """An attack's declaration (name, scenarios), its `options` (JSON) checked at `budget`.
+
+    A registered attack is our code: its class answers. A user's `file.py:Class` is loaded the way
+    `evaluate` loads it, in its own process (reconbench.isolation), never imported by the sweep,
+    whose process later evaluates and signs (--local) or hands out the signing key's path.
+    """
+    from reconbench.attacks import ATTACKS
+    from reconbench.isolation.parent import AttackProcess
+
+    if spec in ATTACKS:
+        ATTACKS[spec](budget=budget, **json.loads(options))
+        return ATTACKS[spec]
+    with AttackProcess(spec, json.loads(options), budget) as process:
+        return process.meta()
+
+
 def _track_ids(names: list[str], source: Path) -> list[str]:
     """Track ids, with shell patterns ("cifar10-*") matched against the registry in its order."""
     from reconbench.tracks import all_tracks
@@ -168,7 +187,7 @@ def _cells(track, attack_cls, requested) -> tuple[list[str], int]:
 
 def expand(grid: GridFile, *, source: Path, budget: str | None = None) -> Grid:
     """All jobs of the grid (tracks and attacks checked, scenarios resolved), in a stable order."""
-    from reconbench.attacks import AttackError, load_attack
+    from reconbench.attacks import AttackError
     from reconbench.scenario import Scenario
     from reconbench.tracks import TrackError, get_track
 
@@ -193,9 +212,9 @@ def expand(grid: GridFile, *, source: Path, budget: str | None = None) -> Grid:
             except TrackError as exc:
                 raise GridError(f"{source}: {exc}") from None
             for attack in axes.attacks or grid.attacks:
+                options = json.dumps(grid.options.get(attack, {}), sort_keys=True)
                 try:
-                    attack_cls = load_attack(attack)
-                    attack_cls(budget=budget or "default", **grid.options.get(attack, {}))  # options checked now
+                    attack_cls = attack_meta(attack, options, budget or "default")  # options checked now
                 except AttackError as exc:
                     raise GridError(f"{source}: {exc}") from None
                 cells, missing = _cells(track, attack_cls, axes.scenarios or grid.scenarios)

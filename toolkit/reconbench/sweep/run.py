@@ -123,9 +123,9 @@ def done_result(out: Path, job: Job):
 
 
 def _attack_name(spec: str) -> str:
-    from reconbench.attacks import load_attack
+    from reconbench.sweep.grid import attack_meta
 
-    return load_attack(spec).name
+    return attack_meta(spec).name
 
 
 def _store(out: Path, job: Job, reply: dict) -> Outcome:
