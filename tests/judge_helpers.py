@@ -19,11 +19,15 @@ ENTRIES = {  # static digits entries of the example board (same target set)
 
 
 def make_board(tmp: Path, public_key: str, names: list[str]) -> tuple[Path, list[Path]]:
-    """tmp/submissions/<team>/ with the named entries and a team.toml listing `public_key`."""
+    """tmp/submissions/<team>/ with the named entries and a team.toml that also lists `public_key`."""
     root = tmp / "submissions"
     team = root / TEAM
     team.mkdir(parents=True)
-    (team / "team.toml").write_text(f'name = "ReconBench baselines"\nlinks = []\nkeys = ["{public_key}"]\n', encoding="utf-8")
+    import tomllib
+
+    keys = tomllib.loads((REPO / "submissions" / TEAM / "team.toml").read_text())["keys"] + [public_key]
+    listed = ", ".join(f'"{k}"' for k in keys)  # the entries' own signing key stays valid
+    (team / "team.toml").write_text(f'name = "ReconBench baselines"\nlinks = []\nkeys = [{listed}]\n', encoding="utf-8")
     dirs = []
     for name in names:
         dst = team / ENTRIES[name]

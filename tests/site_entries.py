@@ -25,7 +25,7 @@ from reconbench.results import RECONSTRUCTIONS_FILE, RESULT_FILE, ResultFile, Si
 from reconbench.signing import generate_key, load_private_key, sign_payload
 from reconbench.submissions.submit import submit_result
 
-# An empty weights folder: FID/LPIPS "not computed", fast and offline (a missing folder is an error).
+# An empty folder (evaluate's preflight wants --weights-dir to exist): FID/LPIPS "not computed", fast, offline
 NO_WEIGHTS = Path(tempfile.mkdtemp(prefix="reconbench-no-weights-"))
 
 

@@ -104,3 +104,13 @@ def failure(report):
     after = report.checks[report.checks.index(fails[-1]) + 1:]
     assert all(c.status == "not-run" for c in after)
     return fails[0]
+
+
+def git(root, *args) -> None:
+    """Run git in `root` with a fixed identity (the first-come tests build a history)."""
+    import os
+    import subprocess
+
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True,
+                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org",
+                        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org"})

@@ -188,6 +188,11 @@ def test_command_line(study, tmp_path):
     (made,) = (tmp_path / "j").iterdir()
     ok = runner.invoke(app, ["validate", str(made), "--root", str(root), "--judgements", str(tmp_path / "j")])
     assert ok.exit_code == 0 and "OK: 1 judge study checked" in ok.output, ok.output
+    both = runner.invoke(app, ["validate", "--format", "json", "--no-rescore", "--root", str(root),
+                               "--judgements", str(tmp_path / "j")])
+    report = json.loads(both.stdout)
+    assert both.exit_code == 0 and report["ok"] and len(report["entries"]) == 2
+    assert [s["study_id"] for s in report["judgements"]] == [made.name]
     doc = json.loads((made / "study.json").read_text())
     doc["payload"]["title"] = "edited"
     (made / "study.json").write_text(json.dumps(doc))

@@ -9,7 +9,8 @@ from reconbench.metrics import METRICS, MetricInfo, MetricResult, ScoreReport, s
 from reconbench.metrics.testdata import digits
 
 
-NAMES = ["mse", "psnr", "ssim", "lpips", "fid", "prdc_precision", "prdc_recall", "prdc_density", "prdc_coverage"]
+NAMES = ["mse", "psnr", "ssim", "lpips", "fid", "prdc_precision", "prdc_recall", "prdc_density", "prdc_coverage",
+         "acc_top1", "acc_top5", "knn_dist"]
 
 
 pytestmark = pytest.mark.usefixtures("single_torch_thread")
@@ -25,10 +26,13 @@ def test_metric_registry():
     assert list(METRICS) == NAMES
     for name, info in METRICS.items():
         assert isinstance(info, MetricInfo) and info.name == name
-        assert info.direction in ("↓", "↑") and info.level in ("sample", "dataset")
+        assert info.direction in ("↓", "↑") and info.level in ("sample", "dataset", "classifier")
         assert info.formula and "\n" not in info.formula and info.reference and info.range
     assert [n for n, m in METRICS.items() if m.level == "sample"] == ["mse", "psnr", "ssim", "lpips"]
     assert METRICS["ssim"].direction == "↑" and METRICS["mse"].direction == "↓" and METRICS["fid"].direction == "↓"
+    assert [n for n, m in METRICS.items() if m.level == "classifier"] == ["acc_top1", "acc_top5", "knn_dist"]
+    assert METRICS["acc_top1"].direction == "↑" and METRICS["knn_dist"].direction == "↓"
+    assert "MI-Face" in METRICS["acc_top1"].caveat  # the SoK's caveat beside the number
 
 
 def test_report_has_every_metric_and_matches(small, tmp_path, monkeypatch):

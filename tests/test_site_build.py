@@ -109,7 +109,7 @@ def test_gallery_shows_reconstructions_above_their_matched_targets(board):
     from reconbench.results import load_reconstructions
 
     out, good, _, _ = board
-    png = Image.open(io.BytesIO((out / "entries" / "honest" / f"{good.name}.png").read_bytes()))
+    png = Image.open(io.BytesIO((out / "entries" / "honest" / good.name / "gallery.png").read_bytes()))
     grid = np.asarray(png)
     images, labels = load_reconstructions(good / "reconstructions.safetensors")
     target = digits_splits().target
@@ -127,7 +127,7 @@ def test_gallery_shows_reconstructions_above_their_matched_targets(board):
         assert np.array_equal(rec_tile, images[i, 0])
         assert np.array_equal(tar_tile, target.images[matches[i], 0])
     page = read(out, f"entries/honest/{good.name}/index.html")
-    assert f'src="../{good.name}.png"' in page
+    assert 'src="gallery.png"' in page  # in the entry's own folder: no other entry's name can collide
 
 
 def test_downloads(board):

@@ -81,7 +81,8 @@ def built(tmp_path_factory):
     entry = submit_entry(run, work / "submissions", "hostile", key, name=NAME, links=LINKS, contact=CONTACT,
                          readme=README)
     out = work / "public"
-    proc = build_site(work / "submissions", out, rescore=False)  # re-scoring is not what this test is about
+    # re-scored: only verified values are charted, and the chart's hover text is tested below
+    proc = build_site(work / "submissions", out, rescore=True)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return out, entry
 
@@ -96,7 +97,7 @@ def test_entry_was_accepted_with_its_hostile_strings(built):
     """Otherwise the test would prove nothing: the page must show the team and README."""
     out, entry = built
     page = (out / "entries" / "hostile" / entry.name / "index.html").read_text()
-    assert "rb-trust-signed" in page
+    assert "rb-trust-re-scored" in page
     assert "&lt;script&gt;alert(&#39;name&#39;)&lt;/script&gt; &amp; &lt;b&gt;Co&lt;/b&gt;" in page
     assert "&lt;script&gt;alert('readme')&lt;/script&gt;" in page  # README raw HTML shown as text
     assert "&lt;img src=x onerror=alert('img')&gt;" in page

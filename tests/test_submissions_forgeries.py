@@ -17,7 +17,8 @@ from reconbench.metrics import score
 from reconbench.submissions import validate_entries
 from submission_helpers import failure, fresh_board, status
 
-CHECK_ORDER = ["structure", "schema", "signature", "registry", "reconstructions", "rescore", "copies", "duplicates"]
+CHECK_ORDER = ["structure", "schema", "signature", "registry", "reconstructions", "rescore", "copies", "nearcopies",
+               "duplicates"]
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@ commands validate / schema / submit."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import shutil
 import tomllib
@@ -46,7 +47,9 @@ def test_submit_creates_the_layout_and_the_team(tmp_path_factory, tmp_path):
     assert sorted(p.name for p in out.entry.iterdir()) == ["README.md", RECONSTRUCTIONS_FILE, RESULT_FILE]
     team = tomllib.loads((root / "new-team" / "team.toml").read_text())
     assert team["name"] == "New team" and team["links"] == ["https://example.org/code"]
-    assert team["keys"] == [json.loads((out.entry / RESULT_FILE).read_text())["signature"]["public_key"]]
+    (listed,) = team["keys"]  # keys carry the date they were added (keys are history)
+    assert listed["key"] == json.loads((out.entry / RESULT_FILE).read_text())["signature"]["public_key"]
+    assert listed["added"] == datetime.datetime.now(datetime.timezone.utc).date()
     assert load_team(root / "new-team").slug == "new-team"
     with pytest.raises(SubmitError, match="already exists"):
         submit_result(b.result_dir, "new-team", root=root, key_path=b.alpha_key)

@@ -184,6 +184,9 @@ def metrics() -> None:
     for m in METRICS.values():
         table.add_row(*map(escape, (m.name, m.direction, m.level, m.range, m.formula)))
     console.print(table)
+    for m in METRICS.values():  # what to know beside the number (the SSIM convention, the accuracy caveat)
+        if m.caveat:
+            console.print(f"[bold]{escape(m.name)}[/]: {escape(m.caveat)}")
 
 
 @app.command()

@@ -192,7 +192,7 @@ def evaluate(
     splits = load_splits(track, ["update" if chosen.training == "dynamic" else "target"])
     target = splits.update if chosen.training == "dynamic" else splits.target
     images, labels = rec.to_uint8().numpy(), rec.labels.numpy()
-    report = score(images, labels, target.images, target.labels, device=device, weights_dir=weights_dir)
+    report = score(images, labels, target.images, target.labels, device=device, weights_dir=weights_dir, track=track)
 
     import tempfile
 

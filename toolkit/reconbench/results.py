@@ -10,12 +10,12 @@ import json
 import math
 import re
 import subprocess
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator, model_validator
 
 from reconbench.io import FileFormatError, atomic_dir, load_arrays, save_arrays
 from reconbench.metrics import METRICS, MetricResult
@@ -28,7 +28,15 @@ SCHEMA_VERSION = 1
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]{0,79}$")]
 ShortText = Annotated[str, StringConstraints(max_length=2000)]
-ConfigValue = int | float | str | bool | None
+ConfigValue = int | float | Annotated[str, StringConstraints(max_length=2000)] | bool | None
+# Free text a contributor writes into a signed payload is shown on the site: every field is capped.
+NOTE_MAX = 2000  # a metric's note ("weights unavailable", a caveat): a sentence or two
+CONFIG_MAX_KEYS = 200  # the largest attack configuration today has ~20 options
+# Clock skew between the machine that ran the attack and CI: a day, as the issue allows.
+FUTURE_SLACK = timedelta(days=1)
+# wall_seconds is perf_counter around the attack; started/finished are wall-clock reads just outside
+# it. They agree to milliseconds; 5 s + 2% absorbs a clock step (NTP) during a long run.
+WALL_SLACK_S, WALL_SLACK_REL = 5.0, 0.02
 
 # Plausible ranges per metric; a value outside is an error in the file, not a great result.
 VALUE_RANGES = {
@@ -37,6 +45,9 @@ VALUE_RANGES = {
     "ssim": (-1.0, 1.0),
     "lpips": (0.0, 10.0),
     "fid": (0.0, 1e5),
+    "acc_top1": (0.0, 1.0),
+    "acc_top5": (0.0, 1.0),
+    "knn_dist": (0.0, math.inf),
 }
 
 
@@ -56,7 +67,8 @@ class AttackInfo(Strict):
     family: Literal["optimization", "training", "analysis"]
     paper: ShortText
     code: ShortText = Field(description="module:Class of the attack, or file.py:Class for a user's own")
-    config: dict[Annotated[str, StringConstraints(max_length=80)], ConfigValue] = Field(default_factory=dict)
+    config: dict[Annotated[str, StringConstraints(max_length=80)], ConfigValue] = Field(
+        default_factory=dict, max_length=CONFIG_MAX_KEYS)
     budget: Literal["quick", "default", "paper"] | None = Field(
         None, exclude_if=_absent, description="budget preset the config started from (config: the values that ran)"
     )
@@ -99,6 +111,23 @@ class Provenance(Strict):
     wall_seconds: Annotated[float, Field(ge=0)]
     queries: Annotated[int, Field(ge=0)] | None = Field(default=None, description="black-box queries used (images)")
 
+    @model_validator(mode="after")
+    def _plausible_times(self) -> "Provenance":
+        started, finished = _utc(self.started), _utc(self.finished)
+        if started > finished:
+            raise ValueError(f"started ({self.started.isoformat()}) is after finished ({self.finished.isoformat()})")
+        if finished > datetime.now(timezone.utc) + FUTURE_SLACK:
+            raise ValueError(f"finished ({self.finished.isoformat()}) is more than a day in the future")
+        span = (finished - started).total_seconds()
+        if abs(span - self.wall_seconds) > WALL_SLACK_S + WALL_SLACK_REL * span:
+            raise ValueError(f"wall_seconds {self.wall_seconds:g} does not match started..finished ({span:g} s)")
+        return self
+
+
+def _utc(moment: datetime) -> datetime:
+    """A naive timestamp is read as UTC (evaluate always writes an aware one)."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
 
 class Payload(Strict):
     schema_version: Literal[1] = SCHEMA_VERSION
@@ -120,6 +149,8 @@ class Payload(Strict):
             low, high = VALUE_RANGES.get(name, (-math.inf, math.inf))
             if result.value is not None and not low <= result.value <= high:
                 raise ValueError(f"metric '{name}' = {result.value} is outside its range [{low}, {high}]")
+            if result.note is not None and len(result.note) > NOTE_MAX:
+                raise ValueError(f"metric '{name}': note of {len(result.note)} characters, over the {NOTE_MAX} cap")
         return metrics
 
 
@@ -180,7 +211,7 @@ def parse_result_json(path: Path, max_bytes: int = 1_000_000) -> ResultFile:
     except (OSError, UnicodeDecodeError) as exc:
         raise ResultError(f"{path}: cannot be read as UTF-8 text ({exc})") from None
     try:
-        raw = json.loads(text, parse_constant=_reject_constant)
+        raw = strict_json_loads(text)
     except (json.JSONDecodeError, ValueError) as exc:
         raise ResultError(f"{path}: malformed JSON ({exc})") from None
     try:
@@ -191,6 +222,29 @@ def parse_result_json(path: Path, max_bytes: int = 1_000_000) -> ResultFile:
 
 def _reject_constant(name: str) -> float:
     raise ValueError(f"{name} is not allowed in a result file")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e400 parses to inf
+        raise ValueError(f"number {text[:40]} is not finite")
+    return value
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    """Python keeps the last of two equal keys, other readers (and a human on GitHub) may see the
+    first: a file where they differ means two things at once, so it is refused outright."""
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {ascii(key)[:80]} in one object")
+        out[key] = value
+    return out
+
+
+def strict_json_loads(text: str):
+    """JSON with no duplicate keys, no NaN/Infinity, no number that overflows to infinity."""
+    return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float, object_pairs_hook=_unique_keys)
 
 
 def payload_dict(result: ResultFile) -> dict:

@@ -52,6 +52,33 @@ class EmbeddedSource(BaseModel):
     model_file: str  # inside the package's data folder
 
 
+class NearCopy(BaseModel):
+    """Near-copy thresholds calibrated from the track's public data (reconbench.submissions.nearcopy)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pixel_mse: float
+    structure: float
+    percentile: float
+    pool_sha256: str
+    derivation: str
+
+
+class EvaluationModel(BaseModel):
+    """The track's evaluation classifier (acc_top1, acc_top5, knn_dist; metrics/classifier.py):
+    another architecture than the target, trained on data of the same distribution."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    architecture: str
+    arch_kwargs: dict[str, int] = Field(default_factory=dict)
+    file: str  # embedded tracks: inside the package's data folder; Hub tracks: in the model repository
+    sha256: str
+    trained_on: str
+    accuracy: dict[str, float] = Field(default_factory=dict, description="split -> accuracy")
+    recipe: str
+
+
 class Track(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -75,6 +102,10 @@ class Track(BaseModel):
     test_accuracy: float | None = None
     memorization: float | None = None
     recipe: str | None = None
+    near_copy: NearCopy | None = None
+
+
+    evaluation_model: EvaluationModel | None = None
 
     def scenario_list(self) -> list[Scenario]:
         return [Scenario.parse(s) for s in self.scenarios]

@@ -46,7 +46,7 @@ def score(
             raise FileFormatError(f"{reconstructions}: images are {tuple(images.shape[1:])}, track '{track}' needs {tuple(t.input_shape)}")
         if labels.size and (labels.min() < 0 or labels.max() >= t.num_classes):
             raise FileFormatError(f"{reconstructions}: labels outside 0..{t.num_classes - 1}")
-        report = run_score(images, labels, target.images, target.labels, device=device, weights_dir=weights_dir)
+        report = run_score(images, labels, target.images, target.labels, device=device, weights_dir=weights_dir, track=t)
     except (FileFormatError, TrackError, ValueError) as exc:
         fail(str(exc))
     if as_json:

@@ -85,17 +85,21 @@ def register(app: typer.Typer) -> None:
         paths_from: Optional[Path] = typer.Option(None, help="file listing paths (one a line, or NUL-separated)"),
         summary: Optional[Path] = typer.Option(None, help="also append the Markdown report to this file"),
         judgements: Optional[Path] = typer.Option(None, help="judge studies folder, checked too (default: judgements/ beside --root)"),
+        base_root: Optional[Path] = typer.Option(None, help="the base branch's submissions folder: flag key changes"),
     ) -> None:
-        """Check submissions: structure, schema, signature, registry, reconstructions, re-score, copies, duplicates."""
+        """Check submissions: structure, schema, signature, registry, reconstructions, re-score, copies,
+        near-copies, duplicates; with --base-root, flag every team key added or removed."""
         apply_offline(offline)
         from reconbench.submissions import validate_board
         from reconbench.submissions.report import render_json, render_markdown, render_text
 
         if format not in FORMATS:
             fail(f"--format must be one of {', '.join(FORMATS)}")
-        selected: list[Path] | None = list(paths) if paths else None
-        if paths_from is not None:
-            selected = (selected or []) + _read_paths(paths_from)
+        # Paths typed on the command line must each hold an entry (a typo is an error); paths from a
+        # pull request's diff (--paths-from) may name deleted entries.
+        explicit = list(paths) if paths else None
+        from_file = _read_paths(paths_from) if paths_from is not None else None
+        selected = None if explicit is None and from_file is None else (explicit or []) + (from_file or [])
         from reconbench.judge import report as studies  # judge studies: reconbench.judge.check
 
         judgements = judgements or root.parent / "judgements"
@@ -107,15 +111,20 @@ def register(app: typer.Typer) -> None:
                 with open(summary, "a", encoding="utf-8") as f:
                     f.write(studies.render(study_reports, "markdown", console))
             raise typer.Exit(0 if all(r.ok for r in study_reports) else 1)
-        report = validate_board(selected, root, rescore=not no_rescore, device=device, weights_dir=weights_dir)
+        kept = set(selected or [])
+        report = validate_board(None if from_file is None else [p for p in from_file if p in kept], root,
+                                rescore=not no_rescore, device=device, weights_dir=weights_dir,
+                                explicit=[p for p in explicit if p in kept] or None if explicit else None,
+                                base_root=base_root)
         if format == "text":
             render_text(report, console)
         else:
-            sys.stdout.write(render_markdown(report) if format == "markdown" else render_json(report))
+            sys.stdout.write(render_markdown(report) if format == "markdown"
+                             else studies.merge_json(render_json(report), study_reports))
         if summary is not None:
             with open(summary, "a", encoding="utf-8") as f:
                 f.write(render_markdown(report) + studies.render(study_reports, "markdown", console))
-        if format != "json":  # json: one document per run, so the studies' report only when alone
+        if format != "json":  # json: merged into the one document above
             sys.stdout.write(studies.render(study_reports, format, console))
         if not report.ok or not all(r.ok for r in study_reports):
             raise typer.Exit(1)

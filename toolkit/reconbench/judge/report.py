@@ -36,6 +36,14 @@ def run(studies: list[Path] | None, judgements: Path, submissions: Path) -> list
     return check_studies(judgements, submissions, studies)
 
 
+def merge_json(board_json: str, reports: list[StudyReport]) -> str:
+    """The submissions report's JSON with the studies added: one document per run."""
+    data = json.loads(board_json)
+    data["judgements"] = [r.to_dict() for r in reports]
+    data["ok"] = bool(data.get("ok")) and all(r.ok for r in reports)
+    return json.dumps(data, indent=2, ensure_ascii=True) + "\n"
+
+
 def render(reports: list[StudyReport], fmt: str, console: Console) -> str:
     """Text goes to the console; markdown and json are returned (the caller writes them)."""
     if fmt == "json":

@@ -5,7 +5,8 @@ Generated docs paths (none of them exist in git):
     charts.md                                          the Plotly views of every track
     attacks/index.md, attacks/<attack>.md              the attacks and their entries
     matrix/index.md, matrix/<dataset>-<architecture>.md  the attack x variant matrices (matrix.py)
-    entries/<team>/<entry>.md, entries/<team>/<entry>.png   entry pages and their galleries
+    entries/<team>/<entry>/index.md, .../gallery.png,   entry pages, galleries and near-copy evidence,
+    .../near-copies.png                                each entry's files in a folder of its own
     downloads.md, downloads/*                          JSON, CSV, schema, shields.io badges
 and the named fragments the hand-written pages embed with `<!-- rb:NAME -->`:
     home-best, home-updated (site/index.md), taxonomy-table, metric-table (site/methodology.md),
@@ -24,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 from markupsafe import Markup
 
-from reconbench.leaderboard import charts, downloads, matrix, seeds
+from reconbench.leaderboard import baselines, charts, downloads, matrix, seeds
 from reconbench.leaderboard.reproduction import record_for as reproduction_record
 from reconbench.leaderboard.frame import (
     BOARD_METRICS,
@@ -32,11 +33,12 @@ from reconbench.leaderboard.frame import (
     best_per_dataset,
     entries_frame,
     last_update,
+    listed,
     rank_metric,
     ranked,
     sort_board,
 )
-from reconbench.leaderboard.gallery import TargetSets, entry_gallery
+from reconbench.leaderboard.gallery import TargetSets, entry_gallery, near_copy_evidence
 from reconbench.leaderboard.pages import Pages
 
 log = logging.getLogger(__name__)
@@ -79,10 +81,12 @@ def load_reports(root: Path, *, rescore: bool, device: str) -> list:
 
 
 def attack_catalogue(frame: pd.DataFrame) -> list[dict]:
-    """Registered attacks (iterating the live registry), then unregistered names seen in entries."""
+    """Registered attacks only (iterating the live registry). A name that is not registered comes
+    from an entry's own text: it never gets a page, a nav item or a badge (one entry must not add
+    to the site's structure); it shows only on its entries' pages."""
     from reconbench.attacks import ATTACKS
 
-    counts = ranked(frame)["attack"].value_counts().to_dict()
+    counts = listed(frame)["attack"].value_counts().to_dict()
     out = []
     for name in sorted(ATTACKS):
         cls = ATTACKS[name]
@@ -93,20 +97,12 @@ def attack_catalogue(frame: pd.DataFrame) -> list[dict]:
             scenarios=list(cls.scenarios), defaults=dict(getattr(cls, "defaults", {}) or {}),
             code=cls.code_reference(), codes=[], summary=doc.split("\n\n")[0].replace("\n", " "), count=counts.get(name, 0),
         ))
-    seen = frame.dropna(subset=["attack"])
-    for name, group in seen[~seen["attack"].isin(ATTACKS)].groupby("attack", sort=True):
-        first = group.iloc[0]
-        out.append(dict(
-            name=name, registered=False, paper=first["paper"], family=first["family"], version=first["attack_version"],
-            scenarios=sorted(group["scenario"].dropna().unique()), defaults={}, code=None,
-            codes=sorted(group["code"].dropna().unique()), summary="", count=counts.get(name, 0),
-        ))
     return out
 
 
 def board_metrics(rows: pd.DataFrame) -> list[str]:
     """The board's metric columns: the SoK's four, plus LPIPS when any row has it."""
-    return [m for m in BOARD_METRICS if m != "lpips" or rows["lpips"].notna().any()]
+    return [m for m in BOARD_METRICS if m != "lpips" or rows["lpips"].notna().any() or rows["lpips_claimed"].notna().any()]
 
 
 def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleries: bool = True,
@@ -130,9 +126,15 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
     if not unknown.empty:  # the validator should have failed these; never rank them here
         log.warning("%d entries name tracks outside the registry; not ranked", len(unknown))
         frame.loc[unknown.index, ["trust", "trust_rank"]] = ["failed", 0]
-    frame["seed_group"] = seeds.group_ids(frame)
-    board = sort_board(seeds.collapse(ranked(frame)))  # a seed group is one row: mean ± std
+    frame["seed_group"] = seeds.group_ids(frame)  # verified (ranked) entries only
+    board = sort_board(seeds.collapse(listed(frame)))  # a seed group is one row: mean ± std
     timings["frame"] = time.perf_counter() - t1
+    t_ref = time.perf_counter()
+    references = baselines.all_baselines(tracks)  # cached on disk by target-set hash
+    for track_id, refs in references.items():
+        for ref in refs:
+            ref["track"] = track_id
+    timings["baselines"] = time.perf_counter() - t_ref
 
     pages = Pages()
     files: dict[str, str | bytes] = {}
@@ -149,20 +151,24 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
     for key, members in families.items():
         members.sort(key=lambda t: t.train_size)
         has_entries = board["track"].isin([t.id for t in members]).any()
-        fig = charts.memorization_figure(board, members[0], tracks) if has_entries else None
+        family_refs = [r for t in members for r in references.get(t.id, [])]
+        fig = charts.memorization_figure(board, members[0], tracks, family_refs) if has_entries else None
         memo_by_family[key] = Markup(charts.chart_html(fig, "chart-memo-" + "-".join(filter(None, key))))
     track_views = []
     for track in tracks:
         rows = sort_board(board[board["track"] == track.id])
-        quality = charts.quality_diversity_figure(rows, f" ({track.id})") if len(rows) else None
+        quality = charts.quality_diversity_figure(rows, f" ({track.id})", references.get(track.id, [])) if len(rows) else None
         view = dict(
             track=track, count=len(rows), family=charts.family_title(track),
             memo_chart=memo_by_family[charts.family_key(track)],
             quality_chart=Markup(charts.chart_html(quality, f"chart-quality-{track.id}")),
         )
         track_views.append(view)
+        frame.loc[rows.index, "position"] = rows["position"]  # the place on its track's board (exports)
         failed = int(((frame["track"] == track.id) & (frame["trust"] == "failed")).sum())
         pages.page(f"leaderboards/{track.id}.md", "leaderboard.md.j2", track=track, rows=rows,
+                   references=references.get(track.id, []),
+                   ranked_count=int(rows["position"].notna().sum()) if len(rows) else 0,
                    metrics=board_metrics(rows), rank_metric=rank_metric(rows), failed=failed,
                    family=view["family"], memo_chart=view["memo_chart"], quality_chart=view["quality_chart"])
     for key, members in families.items():  # nav: a family of several sizes is a sub-section
@@ -174,6 +180,7 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
         for key, members in families.items()
     ]
     pages.page("leaderboards/index.md", "combined.md.j2", families=combined_families, rows=board,
+               references=[r for refs in references.values() for r in refs],
                metrics=board_metrics(board), failed=frame[frame["trust"] == "failed"])
     chart_sections = [
         dict(title=charts.family_title(members[0]), memo_chart=memo_by_family[key],
@@ -211,6 +218,7 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
             gallery_seconds += time.perf_counter() - g0
             if gallery is not None:
                 files[row["gallery"]] = gallery.png
+        evidence = near_copy_evidence(report, row, files) if galleries else None
         team = report.team_info
         record = reproduction_record(row)  # a reproduced entry's signed record, published beside its page
         if record is not None:
@@ -218,7 +226,7 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
         pages.page(
             row["page"], "entry.md.j2", row=row, result=report.result, checks=list(report.checks or []),
             reproduction=record[2] if record else None,
-            title=Path(row["page"]).stem, gallery=gallery,
+            title=Path(row["page"]).parent.name, gallery=gallery, evidence=evidence,
             team_name=row["team_name"], team_links=list(getattr(team, "links", None) or []),
             team_contact=getattr(team, "contact", None), readme_text=getattr(report, "readme", None),
         )
@@ -226,7 +234,7 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
     timings["galleries"] = gallery_seconds
 
     # --- downloads
-    files[downloads.JSON_FILE] = downloads.leaderboard_json(frame)
+    files[downloads.JSON_FILE] = downloads.leaderboard_json(frame, references)
     files[downloads.CSV_FILE] = downloads.leaderboard_csv(frame)
     schema = downloads.schema_json()
     files[downloads.SCHEMA_FILE] = schema

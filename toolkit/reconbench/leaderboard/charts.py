@@ -87,7 +87,24 @@ def family_title(track) -> str:
     return f"{track.dataset} · {track.architecture}" + (f" ({track.variant})" if track.variant else "")
 
 
-def memorization_figure(frame: pd.DataFrame, track, tracks: list) -> go.Figure | None:
+def reference_lines(references: list[dict], metric: str, with_track: bool = False) -> tuple[list, list]:
+    """Dotted horizontal lines (layout shapes + labels) at each reference baseline's value of `metric`."""
+    shapes, notes = [], []
+    for ref in references:
+        value = (ref.get("metrics") or {}).get(metric)
+        if not value:
+            continue
+        y = value["value"]
+        label = f"reference: {ref['label']} ({ref['cell']}" + (f", {ref['track']}" if with_track else "") + ")"
+        shapes.append(dict(type="line", xref="paper", x0=0, x1=1, yref="y", y0=y, y1=y,
+                           line=dict(color="#888", width=1, dash="dot")))
+        notes.append(dict(xref="paper", x=1, xanchor="right", y=y, yanchor="bottom", showarrow=False,
+                          text=_text(label), font=dict(size=10, color="#666")))
+    return shapes, notes
+
+
+def memorization_figure(frame: pd.DataFrame, track, tracks: list, references: list[dict] | None = None
+                        ) -> go.Figure | None:
     """Metric vs. training-set size, one line per attack (best entry per attack and track).
 
     x is the `train_size` of each track of `track`'s family (family_key), as in the SoK's
@@ -104,7 +121,7 @@ def memorization_figure(frame: pd.DataFrame, track, tracks: list) -> go.Figure |
     fig = go.Figure()
     visible_by_metric: dict[str, list[bool]] = {m: [] for m in metrics}
     for metric in metrics:
-        for attack, group in data.groupby("attack", sort=True):
+        for attack, group in data.groupby("attack_label", sort=True):
             best_rows = []
             for track_id, per_track in group.groupby("track"):
                 per_track = per_track[per_track[metric].notna()]
@@ -129,9 +146,13 @@ def memorization_figure(frame: pd.DataFrame, track, tracks: list) -> go.Figure |
             ))
             for m in metrics:
                 visible_by_metric[m].append(m == metric)
+    refs = references or []
+    many = len({r.get("track") for r in refs}) > 1
+    lines = {m: reference_lines(refs, m, many) for m in metrics}
     buttons = [
         dict(label=LABELS[m], method="update",
-             args=[{"visible": visible_by_metric[m]}, {"yaxis.title.text": axis_title(m)}])
+             args=[{"visible": visible_by_metric[m]},
+                   {"yaxis.title.text": axis_title(m), "shapes": lines[m][0], "annotations": lines[m][1]}])
         for m in metrics
     ]
     sizes = sorted({int(t.train_size) for t in family.values()})
@@ -143,6 +164,7 @@ def memorization_figure(frame: pd.DataFrame, track, tracks: list) -> go.Figure |
         updatemenus=[dict(type="buttons", direction="right", x=0.0, xanchor="left", y=1.02, yanchor="bottom",
                           pad=dict(t=0, b=0), buttons=buttons, showactive=True, active=metrics.index(first))]
         if len(metrics) > 1 else [],
+        shapes=lines[first][0], annotations=lines[first][1],
     ))
     fig.update_xaxes(type="log" if len(sizes) > 2 and sizes[-1] / max(sizes[0], 1) > 8 else "linear",
                      tickvals=sizes)
@@ -165,7 +187,8 @@ def quality_metric(frame: pd.DataFrame) -> tuple[str | None, str | None]:
     return None, None
 
 
-def quality_diversity_figure(frame: pd.DataFrame, title_suffix: str = "") -> go.Figure | None:
+def quality_diversity_figure(frame: pd.DataFrame, title_suffix: str = "", references: list[dict] | None = None
+                             ) -> go.Figure | None:
     """Quality (FID, or the best available metric) vs. diversity (SSIM coverage alpha, %)."""
     data = ranked(frame)
     metric, note = quality_metric(data)
@@ -175,7 +198,7 @@ def quality_diversity_figure(frame: pd.DataFrame, title_suffix: str = "") -> go.
     if data.empty:
         return None
     fig = go.Figure()
-    for attack, group in data.groupby("attack", sort=True):
+    for attack, group in data.groupby("attack_label", sort=True):
         fig.add_trace(go.Scatter(
             x=list(100 * group[f"{COVERAGE_METRIC}_coverage"]),
             y=list(group[metric]),
@@ -197,6 +220,8 @@ def quality_diversity_figure(frame: pd.DataFrame, title_suffix: str = "") -> go.
         "SSIM coverage α: distinct targets matched [% of D_tar] (↑ higher is better)",
         axis_title(metric),
     ))
+    shapes, notes = reference_lines(references or [], metric)
+    fig.update_layout(shapes=shapes, annotations=notes)
     fig.update_xaxes(range=[-2, 102])
     return fig
 

@@ -26,8 +26,12 @@ EXPORT = [
     "scenario", "training", "access", "data", "attack", "attack_version", "family", "paper", "code", "registered",
     "date", "toolkit_version", "git_commit", "git_dirty", "seed", "device", "hardware", "command", "wall_seconds",
     "queries", "count", "seed_group",
-] + [f"{m}{s}" for m in METRICS for s in ("", "_coverage")]
+    "position", "held_reason",
+    # `<m>`: the verified value (recomputed by CI, or reproduced), the only one that ranks;
+    # `<m>_claimed`: what the entry claims, verified or not.
+] + [f"{m}{s}" for m in METRICS for s in ("", "_coverage", "_claimed", "_claimed_coverage")]
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet reads as the start of a formula
 TRUST_COLOR = {"reproduced": "brightgreen", "re-scored": "green", "signed": "yellow", "failed": "red"}
 
 
@@ -48,14 +52,17 @@ def records(frame: pd.DataFrame) -> list[dict]:
     return [{col: _plain(row[col]) for col in EXPORT} for _, row in frame.iterrows()]
 
 
-def leaderboard_json(frame: pd.DataFrame) -> str:
+def leaderboard_json(frame: pd.DataFrame, references: dict | None = None) -> str:
     doc = {
         "schema_version": 1,
         "description": "All ReconBench entries (failed ones included, with trust 'failed' and no metrics); "
-                       "metric values are the SoK's S-Dis / FID, *_coverage the coverage alpha in [0, 1].",
+                       "metric values are the SoK's S-Dis / FID, *_coverage the coverage alpha in [0, 1]; <m> is "
+                       "the verified value (the only one that ranks), <m>_claimed the claimed one.",
         "metrics": {m: {"direction": info.direction, "level": info.level, "range": info.range} for m, info in METRICS.items()},
         "entries": records(frame),
         "seed_groups": seeds.export_groups(frame),  # mean, std and per-seed values of each group
+        # trivial non-attacks scored like entries (leaderboard/baselines.py): not entries, never ranked
+        "references": references or {},
     }
     return json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
 
@@ -65,9 +72,11 @@ def leaderboard_csv(frame: pd.DataFrame) -> str:
     out["date"] = out["date"].map(lambda d: None if pd.isna(d) else d.isoformat())
     # A cell starting with = + - @ is a formula to a spreadsheet (CSV injection): team names and
     # commands come from contributors, so such text cells get a leading apostrophe.
+    # Every column whatever its dtype (pandas may store text as "str", not object: the old dtype test
+    # let formulas through); only str cells change.
     for col in out.columns:
-        if out[col].dtype == object:
-            out[col] = out[col].map(lambda v: "'" + v if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r") else v)
+        if not pd.api.types.is_numeric_dtype(out[col]) or out[col].dtype == object:
+            out[col] = out[col].map(lambda v: "'" + v if isinstance(v, str) and v[:1] in FORMULA_STARTS else v)
     return out.to_csv(index=False, lineterminator="\n")
 
 

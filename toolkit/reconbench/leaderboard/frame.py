@@ -18,7 +18,9 @@ import pandas as pd
 from reconbench.metrics import METRICS
 from reconbench.tracks import TrackError, all_tracks
 
-TRUST_LEVELS = ("failed", "signed", "re-scored", "reproduced")  # ascending trust
+# ascending trust; "held" (near-copies of public images) is listed, never ranked, until reproduced
+TRUST_LEVELS = ("failed", "held", "signed", "re-scored", "reproduced")
+UNRANKED = ("failed", "held")
 TRUST_RANK = {name: rank for rank, name in enumerate(TRUST_LEVELS)}
 
 # The SoK's table columns (Table 2: FID, SSIM, PSNR, MSE), then our LPIPS addition.
@@ -37,7 +39,8 @@ COLUMNS = [
     "attack", "attack_version", "family", "paper", "code", "registered", "config",
     "date", "toolkit_version", "git_commit", "git_dirty", "seed", "device", "hardware", "command",
     "wall_seconds", "queries", "count",
-] + [f"{m}{suffix}" for m in METRICS for suffix in ("", "_coverage", "_note")]
+    "attack_label", "held_reason", "position",
+] + [f"{m}{suffix}" for m in METRICS for suffix in ("", "_coverage", "_note", "_claimed", "_claimed_coverage")]
 
 
 def safe_slug(text: str) -> str:
@@ -52,12 +55,23 @@ def safe_slug(text: str) -> str:
     return f"{cleaned}-{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 
 
+def entry_folder(team: str, entry: str) -> str:
+    """Every file the site generates for one entry lives in this folder of its own, so no name of
+    one entry can collide with another entry's files (`X` and `X.png` used to: a gallery and a page)."""
+    return f"entries/{safe_slug(team)}/{safe_slug(entry)}"
+
+
 def entry_page(team: str, entry: str) -> str:
-    return f"entries/{safe_slug(team)}/{safe_slug(entry)}.md"
+    return f"{entry_folder(team, entry)}/index.md"
 
 
 def entry_gallery(team: str, entry: str) -> str:
-    return f"entries/{safe_slug(team)}/{safe_slug(entry)}.png"
+    return f"{entry_folder(team, entry)}/gallery.png"
+
+
+def entry_evidence(team: str, entry: str) -> str:
+    """Side by side: reconstructions held as near-copies above the public images they are near."""
+    return f"{entry_folder(team, entry)}/near-copies.png"
 
 
 def attack_page(name: str) -> str:
@@ -120,29 +134,44 @@ def entries_frame(reports: Iterable) -> pd.DataFrame:
                     pass
             # A failed entry's numbers are claims nobody checked (its signature may not even
             # verify): its page shows why it failed, but no metric of it is published.
+            # `<m>` holds a value only when it was verified (recomputed by CI, or reproduced);
+            # `<m>_claimed` holds what the entry claims. Only `<m>` ranks, sorts or is charted.
+            verified = set(getattr(report, "verified", ()) or ())
             for name, metric in (p.metrics.items() if row["trust"] != "failed" else ()):
                 if metric.status == "computed" and metric.value is not None:
-                    row[name] = float(metric.value)
-                    row[f"{name}_coverage"] = np.nan if metric.coverage is None else float(metric.coverage)
+                    coverage = np.nan if metric.coverage is None else float(metric.coverage)
+                    row[f"{name}_claimed"], row[f"{name}_claimed_coverage"] = float(metric.value), coverage
+                    if name in verified:
+                        row[name], row[f"{name}_coverage"] = float(metric.value), coverage
                 row[f"{name}_note"] = metric.note
+            row["attack_label"] = p.attack.name if row["registered"] else f"{report.team}'s own attack"
+        row["held_reason"] = getattr(report, "held_reason", None)
         rows.append(row)
     frame = pd.DataFrame(rows, columns=COLUMNS)
     for m in METRICS:
-        frame[m] = frame[m].astype(float)
-        frame[f"{m}_coverage"] = frame[f"{m}_coverage"].astype(float)
+        for col in (m, f"{m}_coverage", f"{m}_claimed", f"{m}_claimed_coverage"):
+            frame[col] = frame[col].astype(float)
     frame["train_size"] = frame["train_size"].astype("Int64")
     frame["target_size"] = frame["target_size"].astype("Int64")
     frame["date"] = pd.to_datetime(frame["date"], utc=True)
     return frame.sort_values(["track", "page"], na_position="last", kind="stable").reset_index(drop=True)
 
 
-def ranked(frame: pd.DataFrame) -> pd.DataFrame:
-    """Entries that may appear on a board: every trust level but 'failed'."""
+def listed(frame: pd.DataFrame) -> pd.DataFrame:
+    """Entries shown on a board: every trust level but 'failed' (held ones below the ranked)."""
     return frame[frame["trust"] != "failed"]
 
 
+def ranked(frame: pd.DataFrame) -> pd.DataFrame:
+    """Entries that may rank (by their verified values): neither failed nor held."""
+    return frame[~frame["trust"].isin(UNRANKED)]
+
+
 def rank_metric(frame: pd.DataFrame) -> str | None:
-    """FID when any row has it, else the best available metric (see RANK_PREFERENCE); None if none."""
+    """FID when any rankable row has a verified FID, else the best available verified metric (see
+    RANK_PREFERENCE); None if none. Held and failed rows never decide it."""
+    if "trust" in frame:
+        frame = ranked(frame)
     for m in RANK_PREFERENCE:
         if m in frame and frame[m].notna().any():
             return m
@@ -150,14 +179,22 @@ def rank_metric(frame: pd.DataFrame) -> str | None:
 
 
 def sort_board(frame: pd.DataFrame) -> pd.DataFrame:
-    """Best first by the rank metric in its better direction; ties by trust (higher first), then date."""
-    metric = rank_metric(frame)
-    if metric is None:
-        return frame.sort_values(["trust_rank", "date"], ascending=[False, False], kind="stable")
-    lower_better = METRICS[metric].direction == "↓"
-    return frame.sort_values(
-        [metric, "trust_rank", "date"], ascending=[lower_better, False, False], na_position="last", kind="stable"
-    )
+    """Ranked rows first, best first by the verified rank metric (ties: trust, then date); then every
+    row without a verified value of it, or held, in trust then date order. Adds `position`: 1, 2, ...
+    for ranked rows, <NA> for the rest (a claimed value never earns a place)."""
+    metric = rank_metric(ranked(frame))
+    can_rank = ~frame["trust"].isin(UNRANKED)
+    if metric is not None:
+        can_rank &= frame[metric].notna()
+    top = frame[can_rank] if metric is not None else frame.iloc[0:0]
+    rest = frame[~can_rank] if metric is not None else frame
+    if metric is not None:
+        top = top.sort_values([metric, "trust_rank", "date"],
+                              ascending=[METRICS[metric].direction == "↓", False, False], kind="stable")
+    rest = rest.sort_values(["trust_rank", "date"], ascending=[False, False], kind="stable")
+    out = pd.concat([top, rest]) if len(rest) else top.copy()
+    out["position"] = pd.array(list(range(1, len(top) + 1)) + [pd.NA] * len(rest), dtype="Int64")
+    return out
 
 
 def best_per_dataset(frame: pd.DataFrame) -> list[dict]:

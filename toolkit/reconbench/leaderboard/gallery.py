@@ -198,3 +198,31 @@ def entry_gallery(entry_dir, payload, targets: TargetSets) -> Gallery | None:
         return None
     with one_torch_thread():  # k <= 16 images against one class: threads only add synchronisation
         return make_gallery(images, labels, targets.get(payload.track, payload.scenario.split("/")[0]))
+
+
+def near_copy_evidence(report, row: dict, files: dict) -> dict | None:
+    """A held entry's evidence: its flagged reconstructions above the public images they are near,
+    as a PNG in the entry's own folder (added to `files`), and the rows for the page's table."""
+    evidence = dict(getattr(report, "evidence", None) or {})
+    result = getattr(report, "result", None)
+    if not evidence.get("rows") or result is None or result.payload.reconstructions.hub is not None:
+        return None
+    from pathlib import Path
+
+    from reconbench.io import FileFormatError
+    from reconbench.leaderboard.frame import entry_evidence
+    from reconbench.results import load_reconstructions
+    from reconbench.submissions.nearcopy import HELD_SHARE
+    from reconbench.submissions.checks.copies import public_pool
+    from reconbench.tracks import TrackError, get_track
+
+    try:
+        images, _ = load_reconstructions(Path(report.path) / result.payload.reconstructions.file)
+        pool = public_pool(get_track(result.payload.track))
+    except (FileFormatError, TrackError, OSError) as exc:
+        log.info("near-copy evidence: %s", exc)
+        return None
+    shown = evidence["rows"][:SHOWN]
+    path = entry_evidence(row["team"], row["entry_id"])
+    files[path] = grid_png(images[[e["index"] for e in shown]], [pool[e["public"]] for e in shown])
+    return dict(image=path, rows=evidence["rows"], flagged=evidence["flagged"], total=evidence["total"], share=HELD_SHARE)

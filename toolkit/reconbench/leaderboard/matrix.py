@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from reconbench.leaderboard.frame import LABELS, rank_metric, sort_board
+from reconbench.leaderboard.frame import LABELS, rank_metric, ranked, sort_board
 
 # The SoK's order of target-model variants (Table 10), the plain models first.
 VARIANT_ORDER = ("", "pretrained", "bn-frozen", "bottleneck512", "bottleneck128", "dp", "prune", "backdoor")
@@ -39,7 +39,7 @@ def matrices(tracks: list, board: pd.DataFrame, attacks: list[str]) -> list[dict
     for (dataset, architecture), members in families.items():
         members.sort(key=lambda t: (_variant_rank(t.variant or ""), t.variant or "", t.train_size))
         ids = [t.id for t in members]
-        rows_here = board[board["track"].isin(ids)]
+        rows_here = ranked(board[board["track"].isin(ids)])  # held and failed entries never fill a cell
         names = list(attacks) + sorted(set(rows_here["attack"].dropna()) - set(attacks))
         groups: list[dict] = []
         for t in members:

@@ -51,6 +51,7 @@ TRUST_TEXT = {
     "re-scored": "CI recomputed every metric from the submitted reconstructions and got the claimed numbers",
     "reproduced": "someone else re-ran the attack from the recorded code, seed and config, within tolerance",
     "failed": "validation failed: not ranked",
+    "held": "held: near-copies of public images; shown with the evidence, not ranked until reproduced",
 }
 
 
@@ -108,6 +109,12 @@ def metric_cell(row: pd.Series, metric: str) -> str:
     if cov is not None and pd.notna(cov):
         text += f" ({100 * cov:.2f}%)"
     return text
+
+
+def claimed_cell(row: pd.Series, metric: str) -> str:
+    """A claimed (unverified) value: same format, from the `_claimed` columns."""
+    return metric_cell({metric: row.get(f"{metric}_claimed"), f"{metric}_coverage": row.get(f"{metric}_claimed_coverage")},
+                       metric)
 
 
 def sort_value(value) -> str:
@@ -169,8 +176,8 @@ def make_env() -> Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters.update(metric=metric_cell, sortval=sort_value, date=date_text, link=rb_link, attack_page=attack_page,
-                       external=external_url, pretty_json=pretty_json, caveated=caveated)
+    env.filters.update(metric=metric_cell, claimed=claimed_cell, sortval=sort_value, date=date_text, link=rb_link,
+                       attack_page=attack_page, external=external_url, pretty_json=pretty_json, caveated=caveated)
     env.globals.update(METRICS=METRICS, LABELS=LABELS, BOARD_METRICS=BOARD_METRICS, KNOWLEDGE=KNOWLEDGE,
                        TRUST_TEXT=TRUST_TEXT, readme=render_readme, notna=pd.notna,
                        metric_order=metric_order)

@@ -1,5 +1,6 @@
 """ReconBench metrics (SoK §4.3): sample-level (S-Dis, coverage) for MSE, PSNR, SSIM, LPIPS;
-dataset-level FID and Naeem et al.'s PRDC; Feldman-Zhang memorization.
+dataset-level FID and Naeem et al.'s PRDC; the evaluation-classifier metrics of the MI literature
+(acc_top1, acc_top5, knn_dist); Feldman-Zhang memorization.
 
     from reconbench.metrics import score, METRICS
     report = score(rec_images, rec_labels, tar_images, tar_labels, device="cpu")
@@ -7,7 +8,8 @@ dataset-level FID and Naeem et al.'s PRDC; Feldman-Zhang memorization.
 
 Where to look: score.py (the rules), pairwise.py (the N x M engine), pixel.py / ssim.py /
 lpips_metric.py (the distances), fid.py / inception.py / feature_cache.py / prdc.py (dataset
-level), memorization.py, weights.py (finding backbone files offline), info.py (METRICS table).
+level), classifier.py (evaluation classifier), memorization.py, weights.py / download.py (the pinned
+backbones), info.py (METRICS table).
 """
 
 from .info import METRICS, MetricInfo

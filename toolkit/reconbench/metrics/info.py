@@ -17,7 +17,7 @@ class MetricInfo:
     formula: str
     range: str
     direction: Literal["↓", "↑"]
-    level: Literal["sample", "dataset"]
+    level: Literal["sample", "dataset", "classifier"]  # classifier: judged by the track's evaluation model
     reference: str
     caveat: str = ""  # what a reader must know beside the number (shown with the column header)
 
@@ -31,6 +31,14 @@ SSIM_CONVENTION = (
     "Other conventions (a uniform 7x7 or 8x8 window, sample covariance, data range 255) give other values "
     "and can reorder attacks."
 )
+
+ACC_CAVEAT = (
+    "An evaluation classifier rewards whatever it finds class-like: the SoK (Sec. 4.1) shows noise-like "
+    "MI-Face images reaching confidence above 0.9 for their classes, so a high accuracy alone is no evidence "
+    "of a faithful reconstruction; read it with MSE/PSNR/SSIM, FID and coverage."
+)
+_EVAL = "E = the track's evaluation classifier (another architecture than the target, registry `evaluation_model`)"
+_MI = "MI literature: GMI (Zhang et al., CVPR 2020), KEDMI (Chen et al., ICCV 2021), PLG-MI (Yuan et al., AAAI 2023)"
 
 _S_DIS = "S-Dis = mean_i best_{t in D_tar, y_t = y_i} d(x_i, t); alpha = |distinct matched t| / |D_tar|"
 
@@ -112,6 +120,34 @@ METRICS: dict[str, MetricInfo] = {
             "↑",
             "dataset",
             "Naeem et al., ICML 2020 (not the SoK coverage alpha)",
+        ),
+        MetricInfo(
+            "acc_top1",
+            f"mean_i 1[argmax_c E(x_i)_c = y_i]; {_EVAL}",
+            "[0, 1]",
+            "↑",
+            "classifier",
+            f"{_MI}; SoK Sec. 4.1 'Accuracy (Test)'",
+            ACC_CAVEAT,
+        ),
+        MetricInfo(
+            "acc_top5",
+            f"mean_i 1[y_i among the 5 largest logits of E(x_i)] (top-min(5, classes)); {_EVAL}",
+            "[0, 1]",
+            "↑",
+            "classifier",
+            f"{_MI}",
+            ACC_CAVEAT,
+        ),
+        MetricInfo(
+            "knn_dist",
+            "mean_i min_{t in D_tar, y_t = y_i} ||phi(x_i) - phi(t)||^2, phi = E's penultimate feature "
+            "(squared L2, as KEDMI's calc_knn); no target of the class: the farthest target",
+            "[0, inf)",
+            "↓",
+            "classifier",
+            f"{_MI}",
+            "Distances live in E's feature space: comparable within a track (one pinned E), not across tracks.",
         ),
     ]
 }

@@ -24,6 +24,8 @@ import os
 
 import numpy as np
 
+from .classifier import Evaluator, classifier_metrics, track_evaluator
+from .classifier import not_computed as classifier_not_computed
 from .fid import fid_result, inception_features
 from .images import check_pair
 from .inception import InceptionExtractor
@@ -63,6 +65,8 @@ def score(
     lpips_extractor: LPIPSExtractor | None = None,
     inception_extractor: InceptionExtractor | None = None,
     download: bool | None = None,
+    track=None,
+    evaluator: Evaluator | None = None,
 ) -> ScoreReport:
     """Score reconstructions against targets. Images: uint8 (N, C, H, W), C in {1, 3}; labels int64 (N,).
 
@@ -70,6 +74,8 @@ def score(
     ~/.cache/reconbench/features). budget: memory budget of the pairwise engine (see pairwise.py).
     download: fetch a missing backbone into the cache on first need (download.py); default: yes
     unless HF_HUB_OFFLINE=1 (`--offline`).
+    track / evaluator: the evaluation classifier of acc_top1, acc_top5, knn_dist (classifier.py): the
+    given one, else the track's pinned `evaluation_model`; neither: not computed.
     """
     download = downloads_allowed() if download is None else download
     rec, rec_y, tar, tar_y = check_pair(rec_images, rec_labels, tar_images, tar_labels)
@@ -129,6 +135,15 @@ def score(
             metrics.update(prdc_results(tar_f, rec_f, device=device))
             provenance["fid_inception_sha256"] = extractor.weights_sha256 or "caller-supplied"
             provenance["fid_features"] = f"pytorch-fid InceptionV3, {extractor.dims}-d"
+    if evaluator is None and track is not None:
+        evaluator, why = track_evaluator(track)
+    else:
+        why = "no evaluation model given"
+    if evaluator is None:
+        metrics.update(classifier_not_computed(why))
+    else:
+        metrics.update(classifier_metrics(evaluator, rec.numpy(), rec_y.numpy(), tar.numpy(), tar_y.numpy(), device))
+        provenance["evaluation_model_sha256"] = evaluator.sha256
     return ScoreReport(metrics=metrics, matches=matches, provenance=provenance)
 
 

@@ -11,6 +11,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from reconbench.io import FileFormatError, atomic_path
+from reconbench.models.evaluator import EvalCNN
 from reconbench.models.small import HomogeneousMLP, SmallCNN
 from reconbench.models.vgg import VGG16
 
@@ -27,6 +28,7 @@ ARCHITECTURES: dict[str, Callable[..., nn.Module]] = {
     "homogeneous-mlp": HomogeneousMLP,
     "vgg16": VGG16,  # the SoK's main target (target-model zoo)
     "resnet18": ResNet18,
+    "eval-cnn": EvalCNN,  # evaluation classifier of the digits tracks (acc_top1/5, knn_dist)
 }
 
 

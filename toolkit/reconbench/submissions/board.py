@@ -1,30 +1,88 @@
-"""What is already on the board: signed entries by reconstruction hash and entry_id, keys by team.
+"""What is already on the board: signed entries by reconstruction hash and entry_id, keys by team,
+and the order in which entries reached the main branch (who was first).
 
 Built lazily, once per validation run, from the cheap checks only (structure of the file, schema,
-signature under the team's keys): no re-scoring, no reconstruction file read.
+signature under the team's keys): no re-scoring. Reconstruction files are read only when the
+near-duplicate comparison needs them (same track, same target set).
+
+First come, first served (DESIGN.md: a newcomer can never hurt an entry already on the board).
+Order of arrival, earliest first:
+  1. entries whose files are in the git history, by the topological position of the first commit
+     that added a file of the entry (`git log --topo-order --reverse --diff-filter=A`): a pull
+     request's commits descend from main, so they come after everything on main, whatever dates
+     their author wrote into them;
+  2. then entries not (yet) committed, and every entry when there is no git history at all
+     (a plain folder, an exported tarball): by provenance `finished` time, then by path.
+Two entries added by the same commit fall back to (2) between them.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+import subprocess
 from collections import defaultdict
+from datetime import date, datetime, timezone
 from pathlib import Path
 
-from reconbench.results import RESULT_FILE, ResultError, parse_result_json, payload_dict
+from reconbench.results import RECONSTRUCTIONS_FILE, RESULT_FILE, ResultError, parse_result_json, payload_dict
 from reconbench.signing import SigningError, verify_payload
 from reconbench.submissions.layout import SIZE_CAPS, discover_entries, lexical
 from reconbench.submissions.team import Team, TeamError, load_team
 
+_NEVER = datetime.max.replace(tzinfo=timezone.utc)
+
+
+def git_first_added(root: Path) -> dict[Path, tuple[int, int]]:
+    """entry folder -> (topological index, committer time) of the first commit that added one of its
+    files; {} without git."""
+    try:
+        top = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel"], capture_output=True,
+                             text=True, timeout=30)
+        if top.returncode != 0:
+            return {}
+        log = subprocess.run(["git", "-C", str(root), "log", "--topo-order", "--reverse", "--no-renames",
+                              "--diff-filter=A", "--format=%x00%H %ct", "--name-only", "-z", "--", "."],
+                             capture_output=True, timeout=120)
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    if log.returncode != 0:
+        return {}
+    base = Path(top.stdout.strip())
+    root = lexical(root)
+    first: dict[Path, tuple[int, int]] = {}
+    index, when = -1, 0
+    for token in log.stdout.decode("utf-8", "surrogateescape").split("\0"):
+        token = token.strip("\n")
+        if not token:
+            continue
+        head = token.split(" ")
+        if len(head) == 2 and len(head[0]) == 40 and all(c in "0123456789abcdef" for c in head[0]) and head[1].isdigit():
+            index, when = index + 1, int(head[1])  # a commit line (format %x00%H %ct)
+            continue
+        path = lexical(base / token)
+        try:
+            rel = path.relative_to(root)
+        except ValueError:
+            continue
+        if len(rel.parts) >= 3:  # <team>/<entry>/<file>
+            first.setdefault(root / rel.parts[0] / rel.parts[1], (index, when))
+    return first
+
 
 class Board:
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, base_root: Path | None = None):
         self.root = lexical(root)
+        # the base branch's submissions/ (a pull request's CI): entries not there arrive today
+        self.base_root = lexical(base_root) if base_root is not None else None
         self._built = False
         self._sha: dict[str, list[Path]] = defaultdict(list)
         self._ids: dict[str, list[Path]] = defaultdict(list)
         self._keys: dict[str, set[str]] = defaultdict(set)
+        self._info: dict[Path, dict] = {}
         self._entries = 0
+        self._git: dict[Path, tuple[int, int]] = {}
+        self._spaces: dict[Path, object] = {}
 
     def _team(self, folder: Path, cache: dict[Path, Team | None]) -> Team | None:
         if folder not in cache:
@@ -46,11 +104,13 @@ class Board:
                     team = self._team(folder, teams)
                     for key in team.keys if team else ():
                         self._keys[key].add(team.slug)
+        self._git = git_first_added(self.root)
         for entry in discover_entries(self.root):
             file = entry / RESULT_FILE
             try:
                 st = os.lstat(file)
-                if os.path.islink(entry) or not stat.S_ISREG(st.st_mode) or st.st_size > SIZE_CAPS[RESULT_FILE]:
+                if (os.path.islink(entry) or not stat.S_ISREG(st.st_mode) or st.st_nlink > 1
+                        or st.st_size > SIZE_CAPS[RESULT_FILE]):
                     continue
                 result = parse_result_json(file)
                 team = self._team(entry.parent, teams)
@@ -59,9 +119,47 @@ class Board:
                 verify_payload(payload_dict(result), result.signature.model_dump(), list(team.keys))
             except (OSError, ResultError, SigningError, ValueError, RecursionError):
                 continue
-            self._sha[result.payload.reconstructions.sha256].append(entry)
-            self._ids[result.payload.entry_id].append(entry)
+            p = result.payload
+            self._sha[p.reconstructions.sha256].append(entry)
+            self._ids[p.entry_id].append(entry)
+            self._info[entry] = dict(track=p.track, training=p.scenario.split("/")[0], team=entry.parent.name,
+                                     public_key=result.signature.public_key, recon=p.reconstructions,
+                                     finished=_utc(p.provenance.finished))
             self._entries += 1
+
+    # ---------------------------------------------------------------- who was first
+
+    def arrival(self, entry: Path) -> tuple:
+        """Sort key: earlier arrival sorts first (see the module docstring)."""
+        self._build()
+        info = self._info.get(entry)
+        finished = info["finished"] if info else _NEVER
+        index = self._git.get(entry, (None, 0))[0]
+        return (0 if index is not None else 1, index if index is not None else 0, finished, str(entry))
+
+    def entry_day(self, entry: Path) -> date:
+        """The day an entry reached the board, for key dates (team.py): today for an entry a pull
+        request adds (not in the base branch's folder; its commit dates are the author's to write);
+        else the day of its first commit; else (no history) the day its provenance says it finished."""
+        self._build()
+        today = datetime.now(timezone.utc).date()
+        if self.base_root is not None and not os.path.lexists(self.base_root / entry.relative_to(self.root)):
+            return today
+        if entry in self._git:
+            return datetime.fromtimestamp(self._git[entry][1], timezone.utc).date()
+        info = self._info.get(entry)
+        return info["finished"].date() if info else today
+
+    def how_first(self, entry: Path) -> str:
+        self._build()
+        return "first commit in the git history" if entry in self._git else "provenance finished time, then path"
+
+    def earlier(self, me: Path, others: list[Path]) -> list[Path]:
+        """Those of `others` that reached the board before `me`, earliest first."""
+        mine = self.arrival(me)
+        return sorted((o for o in others if o != me and self.arrival(o) < mine), key=self.arrival)
+
+    # ---------------------------------------------------------------- lookups
 
     def by_sha256(self, sha: str) -> list[Path]:
         self._build()
@@ -75,6 +173,46 @@ class Board:
         self._build()
         return set(self._keys.get(public_key, set()))
 
+    def same_target(self, track: str, training: str) -> list[Path]:
+        """Signed entries scored against the same target set (same track, same training type)."""
+        self._build()
+        return [e for e, i in self._info.items() if i["track"] == track and i["training"] == training]
+
+    def signed_with(self, public_key: str) -> list[Path]:
+        self._build()
+        return [e for e, i in self._info.items() if i["public_key"] == public_key]
+
+    def team_of(self, entry: Path) -> str:
+        self._build()
+        return self._info[entry]["team"]
+
+    def space(self, entry: Path):
+        """The entry's reconstructions as a nearcopy.Space (None when unreadable or not as signed)."""
+        if entry not in self._spaces:
+            self._spaces[entry] = _load_space(entry, self._info[entry]["recon"])
+        return self._spaces[entry]
+
     def size(self) -> int:
         self._build()
         return self._entries
+
+
+def _load_space(entry: Path, recon):
+    from reconbench.io import FileFormatError, sha256_file
+    from reconbench.results import load_reconstructions
+    from reconbench.submissions.nearcopy import Space
+
+    path = entry / RECONSTRUCTIONS_FILE
+    try:
+        st = os.lstat(path)
+        if recon.hub is not None or not stat.S_ISREG(st.st_mode) or st.st_nlink > 1 \
+                or st.st_size > SIZE_CAPS[RECONSTRUCTIONS_FILE] or sha256_file(path) != recon.sha256:
+            return None
+        images, _ = load_reconstructions(path)
+    except (OSError, FileFormatError):
+        return None
+    return Space(images)
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)

@@ -15,7 +15,7 @@ from reconbench.submissions.validate import BoardReport, EntryReport
 
 ICON = {"pass": "✅", "fail": "❌", "not-run": "⏭️", "warn": "⚠️"}
 STYLE = {"pass": "green", "fail": "bold red", "not-run": "dim", "warn": "yellow"}
-TRUST_STYLE = {"failed": "bold red", "signed": "yellow", "re-scored": "bold green", "reproduced": "bold cyan"}
+TRUST_STYLE = {"failed": "bold red", "held": "bold yellow", "signed": "yellow", "re-scored": "bold green", "reproduced": "bold cyan"}
 MAX_DETAILS = 20
 
 
@@ -51,6 +51,10 @@ def _text_footer(report: BoardReport, console: Console) -> None:
         console.print(f"[bold red]outside the submissions folder:[/] {escape(p)}")
     for p in report.removed:
         console.print(f"[dim]removed (nothing to validate): {escape(p)}[/]")
+    for p in report.empty:
+        console.print(f"[bold red]error:[/] {escape(p)} holds no entry (is the path right?)")
+    for change in report.key_changes:
+        console.print(f"[bold yellow]⚠ {escape(change.text())}[/]")
     counts = summary_counts(report)
     entries = sum(1 for r in report.entries if r.entry_id)
     text = ", ".join(f"{n} {t}" for t, n in sorted(counts.items())) or "nothing to validate"
@@ -69,9 +73,14 @@ def md(text: str) -> str:
 
 def render_markdown(report: BoardReport) -> str:
     lines = ["## ReconBench submission check", ""]
+    if report.key_changes:  # first, above everything: a change of identity is for a person to confirm
+        lines += ["> [!WARNING]", "> **Maintainer review required: team keys changed.**"]
+        lines += [f"> - ⚠️ {md(c.text())}" for c in report.key_changes]
+        lines.append("")
     verdict = "✅ all entries pass" if report.ok else "❌ some entries fail"
-    lines += [f"**{verdict}**. Trust levels: `failed` / `signed` (schema, signature, registry) / "
-              "`re-scored` (CI recomputed every claimed metric; no copied dataset image).", ""]
+    lines += [f"**{verdict}**. Trust levels: `failed` / `held` (near-copies of public images: listed, not "
+              "ranked) / `signed` (schema, signature, registry) / `re-scored` (CI recomputed every claimed "
+              "metric; no copied dataset image).", ""]
     if report.entries:
         lines += ["| entry | trust | first problem |", "|---|---|---|"]
         for r in report.entries:
@@ -92,6 +101,8 @@ def render_markdown(report: BoardReport) -> str:
         lines.append(f"- ❌ outside the submissions folder: {md(p)}")
     for p in report.removed:
         lines.append(f"- removed (nothing to validate): {md(p)}")
+    for p in report.empty:
+        lines.append(f"- ❌ {md(p)} holds no entry (is the path right?)")
     if not report.entries and not report.outside:
         lines.append("Nothing to validate.")
     return "\n".join(lines).rstrip() + "\n"
@@ -105,5 +116,7 @@ def render_json(report: BoardReport) -> str:
         "other": [r.to_dict() for r in report.entries if not r.entry_id],
         "outside": report.outside,
         "removed": report.removed,
+        "empty": report.empty,
+        "key_changes": [c.to_dict() for c in report.key_changes],
     }
     return json.dumps(data, indent=2, ensure_ascii=True) + "\n"

@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 from reconbench.hub import HubError, download_pinned
@@ -20,7 +21,8 @@ from reconbench.io import atomic_dir
 from reconbench.results import RECONSTRUCTIONS_FILE, RESULT_FILE, HubReference, ResultFile, Signature, verify_result_dir
 from reconbench.signing import default_key_path, key_id, load_private_key, public_key_b64, sign_payload
 from reconbench.submissions.layout import DEFAULT_ROOT, README_FILE, SIZE_CAPS, TEAM_FILE, TEAM_SLUG, lexical
-from reconbench.submissions.team import Team, TeamError, load_team, read_capped, team_file, write_team
+from reconbench.submissions.team import TeamError, load_team, read_capped, team_file, write_team
+from reconbench.submissions.team import new_team as new_team_of
 
 
 class SubmitError(Exception):
@@ -106,6 +108,7 @@ def submit_result(result_dir: Path, team: str, *, root: Path = DEFAULT_ROOT, key
 
     root = lexical(root)
     team_dir = root / team
+    today = datetime.now(timezone.utc).date()  # the date the key is listed from (team.toml keeps it)
     team_created = key_added = False
     if team_file(team_dir).exists():
         try:
@@ -113,16 +116,22 @@ def submit_result(result_dir: Path, team: str, *, root: Path = DEFAULT_ROOT, key
         except TeamError as exc:
             raise SubmitError(str(exc)) from None
         new_team = existing
+        listed = existing.record(public)
+        if listed is not None and listed.removed is not None:
+            raise SubmitError(f"{team_file(team_dir)}: key {key_id(public)} was removed on {listed.removed}; "
+                              "sign with a current key of the team")
         if public not in existing.keys:
             if not add_key:
                 raise SubmitError(f"{team_file(team_dir)} does not list key {key_id(public)}; if you are a member "
                                   f"of team '{team}', pass --add-key (the other members will see it in review)")
-            new_team = existing.model_copy(update={"keys": [*existing.keys, public]})
-            new_team = Team.model_validate(new_team.model_dump())  # enforces the key-count limit
+            try:
+                new_team = existing.with_key(public, today)  # dated; validation enforces the key-count limit
+            except ValueError as exc:
+                raise SubmitError(f"{team_file(team_dir)}: cannot add key {key_id(public)} ({exc})") from None
             key_added = True
     else:
         try:
-            new_team = Team(slug=team, name=team_name or team, links=links or [], contact=contact, keys=[public])
+            new_team = new_team_of(team, team_name or team, links or [], contact, public, today)
         except ValueError as exc:
             raise SubmitError(f"team.toml for a new team '{team}': {exc}") from None
         team_created = True

@@ -1,10 +1,12 @@
 """The validator: every check, in order, for each entry; the entry stops at its first failure.
 
-    1 structure  2 schema  3 signature  4 registry  5 reconstructions  6 rescore  7 copies  8 duplicates
-    9 reproduction (the shipped attack source; a reproducer's signed record lifts trust to "reproduced")
+    1 structure  2 schema  3 signature  4 registry  5 reconstructions  6 rescore  7 copies  8 nearcopies
+    9 duplicates  10 reproduction (the shipped attack source; a reproducer's signed record lifts trust
+    to "reproduced")
 
-Trust (DESIGN.md): "failed" if any check fails; "re-scored" if all pass, every claimed metric was
-recomputed within tolerance and no reconstruction is a copy of a public image; otherwise "signed"
+Trust (DESIGN.md): "failed" if any check fails; "held" if more than a stated share of the
+reconstructions are near-copies of public images (checks/nearcopies.py), unless reproduced;
+"re-scored" if all pass, every claimed metric was recomputed within tolerance and no reconstruction is a copy of a public image; otherwise "signed"
 (re-scoring switched off, or a claimed metric not computable on this machine). "reproduced": all
 checks pass and a reproducer listed by the maintainers signed a record for this payload.
 
@@ -21,8 +23,19 @@ from pathlib import Path
 
 from reconbench.results import ResultFile
 from reconbench.submissions.board import Board
-from reconbench.submissions.checks import (copies, duplicates, reconstructions, registry, reproduction, rescore, schema,
-                                          signature, structure)
+from reconbench.submissions.checks import (
+    copies,
+    duplicates,
+    nearcopies,
+    reconstructions,
+    registry,
+    reproduction,
+    rescore,
+    schema,
+    signature,
+    structure,
+)
+from reconbench.submissions.keys import key_changes
 from reconbench.submissions.checks.base import Check, CheckFailed, Context, TrustLevel
 from reconbench.submissions.layout import DEFAULT_ROOT, Selection, Unit, all_units, lexical, select, show
 from reconbench.submissions.team import Team
@@ -35,6 +48,7 @@ STAGES: list[tuple[str, Callable[[Context], list[Check]]]] = [
     ("reconstructions", reconstructions.check),
     ("rescore", rescore.check),
     ("copies", copies.check),
+    ("nearcopies", nearcopies.check),
     ("duplicates", duplicates.check),
     ("reproduction", reproduction.check),
 ]
@@ -52,6 +66,9 @@ class EntryReport:
     team_info: Team | None = None
     readme: str | None = None
     unverified: list[str] = field(default_factory=list)  # claimed metrics not recomputable here
+    verified: list[str] = field(default_factory=list)  # claimed metrics CI recomputed within tolerance
+    held_reason: str | None = None  # why a trust level "held" entry is not ranked
+    evidence: dict = field(default_factory=dict)  # held: flagged, total, rows (reconstruction, public image)
 
     @property
     def failed(self) -> bool:
@@ -65,7 +82,8 @@ class EntryReport:
         return {
             "team": self.team, "entry_id": self.entry_id, "path": str(self.path), "trust": self.trust,
             "team_name": self.team_info.name if self.team_info else None,
-            "unverified": list(self.unverified), "checks": [c.to_dict() for c in self.checks],
+            "unverified": list(self.unverified), "verified": list(self.verified), "held_reason": self.held_reason,
+            "checks": [c.to_dict() for c in self.checks],
         }
 
 
@@ -74,10 +92,14 @@ class BoardReport:
     entries: list[EntryReport]  # entries first, then team folders / stray files that failed
     outside: list[str] = field(default_factory=list)  # given paths that are not under the root
     removed: list[str] = field(default_factory=list)  # given paths whose entry is gone (deleted)
+    # explicit paths (typed on the command line) that hold no entry: a typo must not read "OK"
+    empty: list[str] = field(default_factory=list)
+    # keys added to / removed from existing teams vs the base branch: maintainer review required
+    key_changes: list = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not self.outside and not any(e.failed for e in self.entries)
+        return not self.outside and not self.empty and not any(e.failed for e in self.entries)
 
 
 def _trust(ctx: Context, checks: list[Check]) -> TrustLevel:
@@ -86,7 +108,9 @@ def _trust(ctx: Context, checks: list[Check]) -> TrustLevel:
     if not ctx.unit.entry_id:
         return "signed"  # a team folder that checks out (it has no entry to re-score)
     if ctx.reproduced:  # a reproducer's signed record, for this very payload (checks/reproduction.py)
-        return "reproduced"
+        return "reproduced"  # a held entry waits for exactly this
+    if ctx.held_reason:
+        return "held"  # near-copies of public images: listed with the evidence, never ranked
     copies_ok = any(c.name == "copies" and c.status == "pass" for c in checks)
     return "re-scored" if ctx.rescored and copies_ok else "signed"
 
@@ -114,20 +138,36 @@ def run_checks(unit: Unit, root: Path, board: Board, *, rescore: bool = True, de
     prefix = str(ctx.root.parent).rstrip(os.sep) + os.sep
     checks = [Check(c.name, c.status, c.message.replace(prefix, ""), tuple(d.replace(prefix, "") for d in c.details))
               for c in checks]
-    return EntryReport(team=unit.team, entry_id=unit.entry_id, path=unit.path, trust=_trust(ctx, checks),
+    trust = _trust(ctx, checks)
+    claimed = ctx.result.payload.metrics if ctx.result is not None else {}
+    verified = [n for n, m in claimed.items() if m.status == "computed" and trust != "failed"
+                and any(c.name == f"rescore.{n}" and c.status == "pass" for c in checks)]
+    return EntryReport(team=unit.team, entry_id=unit.entry_id, path=unit.path, trust=trust,
                        checks=checks, result=ctx.result, team_info=ctx.team, readme=ctx.readme,
-                       unverified=list(ctx.unverified))
+                       unverified=list(ctx.unverified), verified=verified,
+                       held_reason=ctx.held_reason if trust == "held" else None,
+                       evidence=dict(ctx.evidence) if trust == "held" else {})
 
 
 def validate_board(paths: list[Path] | None = None, root: Path = DEFAULT_ROOT, *, rescore: bool = True,
-                   device: str = "cpu", weights_dir: Path | None = None) -> BoardReport:
-    """Validate every unit under `root`, or only those the given paths touch (a pull request's diff)."""
-    selection: Selection = all_units(root) if paths is None else select(list(paths), root)
-    board = Board(root)
+                   device: str = "cpu", weights_dir: Path | None = None, explicit: list[Path] | None = None,
+                   base_root: Path | None = None) -> BoardReport:
+    """Validate every unit under `root`, or only those the given paths touch (a pull request's diff).
+
+    `explicit` paths are validated too, but each must select at least one entry: a path typed by a
+    person that holds none (a typo, a deleted entry) is an error, not "OK: 0 entries checked". Paths
+    from a pull request's diff go in `paths`, where a deleted entry is normal."""
+    given = list(paths or []) + list(explicit or [])
+    selection: Selection = all_units(root) if paths is None and explicit is None else select(given, root)
+    empty = [show(str(p)) for p in explicit or [] if not any(u.entry_id for u in select([p], root).units)
+             and show(str(p)) not in selection.outside]
+    board = Board(root, base_root)
     reports = [run_checks(u, root, board, rescore=rescore, device=device, weights_dir=weights_dir)
                for u in selection.units]
     reports.sort(key=lambda r: (not r.is_entry, r.team, r.entry_id, str(r.path)))
-    return BoardReport(entries=reports, outside=selection.outside, removed=selection.removed)
+    changes = key_changes(root, base_root) if base_root is not None else []
+    return BoardReport(entries=reports, outside=selection.outside, removed=selection.removed, empty=empty,
+                       key_changes=changes)
 
 
 def validate_entries(paths: list[Path] | None = None, root: Path = DEFAULT_ROOT, *, rescore: bool = True,

@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 Status = Literal["pass", "fail", "not-run", "warn"]
 # "reproduced" needs someone else to have re-run the attack from the signed code, seed and config
 # and signed a record within tolerance (checks/reproduction.py; DESIGN.md, Trust).
-TrustLevel = Literal["failed", "signed", "re-scored", "reproduced"]
+# "held": near-copies of public images (checks/nearcopies.py); listed with the evidence, never ranked.
+TrustLevel = Literal["failed", "held", "signed", "re-scored", "reproduced"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,8 @@ class Context:
     labels: np.ndarray | None = None
     rescored: bool = False  # every claimed metric recomputed and within tolerance
     unverified: list[str] = field(default_factory=list)  # claimed metrics that could not be recomputed here
+    held_reason: str | None = None  # set by the near-copy check: the entry is listed, not ranked
+    evidence: dict = field(default_factory=dict)  # near-copy evidence: flagged, total, rows (checks/nearcopies.py)
     reproduced: bool = False  # a valid reproduction record with verdict "reproduced" (checks/reproduction.py)
 
     @property

@@ -1,25 +1,80 @@
-"""Check 8, duplicates: this reconstruction file (sha256) and this entry_id are on the board once.
+"""Check 9, duplicates: first come, first served (board.py says how arrival is ordered).
 
-The board is every other entry under the root whose result.json parses and whose signature verifies
-under its team's keys (so an unsigned stray file cannot block a real entry by claiming its hash).
+An entry fails only when an entry that reached the board *before* it has
+  - the same entry_id (a replayed signature under another team, or a clash of names);
+  - the same reconstruction file (sha256), whatever the ids; or
+  - near-duplicate reconstructions: more than DUPLICATE_SHARE of this entry's reconstructions are
+    within the track's calibrated near-copy thresholds (submissions/nearcopy.py, the same two
+    spaces as the public-image check) of an earlier entry's reconstructions, on the same target
+    set, when that entry belongs to another team.
+The message names the original. The earlier entry is never failed by a later one: a newcomer can
+never knock an entry off the board. The board is every other entry under the root whose
+result.json parses and whose signature verifies under its team's keys (an unsigned stray file
+cannot claim a real entry's hash).
 """
 
 from __future__ import annotations
 
 from reconbench.submissions.checks.base import Check, CheckFailed, Context
+from reconbench.submissions.nearcopy import HELD_SHARE, Space, public_space
+
+# The same share as holding: an honest entry has at most ~2% of its reconstructions this close to
+# any public image (measured on the digits examples), so more than 5% shared with one earlier
+# entry is a copy of it, not a coincidence.
+DUPLICATE_SHARE = HELD_SHARE
+
+
+def _rel(ctx: Context, path) -> str:
+    return f"{path.parent.name}/{path.name}"
+
+
+def _near_duplicate(ctx: Context, candidates: list) -> tuple[str, float] | None:
+    try:
+        _, thresholds = public_space(ctx.track)
+    except Exception:  # noqa: BLE001 - no thresholds, no near-duplicate test (exact ones still apply)
+        return None
+    mine = None
+    for other in candidates:
+        space = ctx.board.space(other)
+        if space is None:
+            continue
+        if mine is None:
+            mine = ctx.images
+        share = Space.flag(space, mine, thresholds).share
+        if share > DUPLICATE_SHARE:
+            return _rel(ctx, other), share
+    return None
 
 
 def check(ctx: Context) -> list[Check]:
     payload = ctx.result.payload
     me = ctx.entry_dir
-    same_file = [str(p) for p in ctx.board.by_sha256(payload.reconstructions.sha256) if p != me]
-    same_id = [str(p) for p in ctx.board.by_entry_id(payload.entry_id) if p != me]
+    board = ctx.board
     problems = []
-    if same_file:
-        problems.append(f"the same reconstruction file (sha256 {payload.reconstructions.sha256[:16]}...) is "
-                        f"already on the board as {', '.join(same_file)}")
+    same_id = board.earlier(me, board.by_entry_id(payload.entry_id))
     if same_id:
-        problems.append(f"entry_id '{payload.entry_id}' is already on the board as {', '.join(same_id)}")
+        problems.append(f"entry_id '{payload.entry_id}' is already on the board as {_rel(ctx, same_id[0])}, "
+                        f"which came first ({board.how_first(same_id[0])})")
+    same_file = board.earlier(me, board.by_sha256(payload.reconstructions.sha256))
+    if same_file:
+        problems.append(f"the same reconstruction file (sha256 {payload.reconstructions.sha256[:16]}...) is already "
+                        f"on the board as {_rel(ctx, same_file[0])}, which came first ({board.how_first(same_file[0])})")
+    if not same_file and ctx.images is not None:
+        # Another team's entries only: a team's own runs of one attack at other settings can be this close
+        # to each other (MI-Face at 12 and 40 iterations share half their images) and hurt nobody;
+        # byte-identical files are duplicates whoever holds them (above).
+        earlier = [e for e in board.earlier(me, board.same_target(payload.track, payload.scenario.split("/")[0]))
+                   if board.team_of(e) != ctx.unit.team]
+        near = _near_duplicate(ctx, earlier)
+        if near:
+            problems.append(f"{near[1]:.0%} of the reconstructions are near-duplicates of those of {near[0]}, "
+                            f"which came first (more than {DUPLICATE_SHARE:.0%} within the track's near-copy "
+                            "thresholds)")
     if problems:
         raise CheckFailed(problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""), problems)
-    return [Check("duplicates", "pass", f"reconstruction file and entry_id unique among {ctx.board.size()} signed entries")]
+    notes = ""
+    others = sorted(board.key_owners(ctx.result.signature.public_key) - {ctx.unit.team})
+    if others:
+        notes = f"; note: its signing key is also listed by team(s) {', '.join(others)}"
+    return [Check("duplicates", "pass", f"first on the board with this entry_id and these reconstructions among "
+                                        f"{board.size()} signed entries{notes}")]

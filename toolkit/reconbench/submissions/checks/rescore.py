@@ -27,6 +27,10 @@ class Tolerance:
     abs: float = 0.0
     rel: float = 0.0
     why: str = ""
+    items: int = 0  # for shares of |D_rec|: this many reconstructions may flip (abs = items / |D_rec|)
+
+    def for_count(self, n_rec: int) -> "Tolerance":
+        return Tolerance(abs=self.abs + self.items / max(n_rec, 1) + 1e-12, rel=self.rel, why=self.why) if self.items else self
 
     def ok(self, claimed: float, actual: float) -> bool:
         return abs(claimed - actual) <= self.abs + self.rel * abs(actual)
@@ -49,6 +53,12 @@ TOLERANCES = {
     "prdc_recall": Tolerance(abs=0.01, why="share of samples in k-NN balls"),
     "prdc_density": Tolerance(abs=0.01, why="mean count in k-NN balls / k"),
     "prdc_coverage": Tolerance(abs=0.01, why="share of samples in k-NN balls"),
+    # Shares of |D_rec| labelled correctly by the evaluation model: identical inputs give identical
+    # labels; a near-tie of two logits may flip one reconstruction on another device.
+    "acc_top1": Tolerance(items=1, why="one reconstruction's label"),
+    "acc_top5": Tolerance(items=1, why="one reconstruction's label"),
+    # squared feature distances in float32, accumulated in float64
+    "knn_dist": Tolerance(rel=1e-4, why="float32 features of the evaluation model"),
 }
 
 
@@ -66,7 +76,7 @@ def _fmt(result: MetricResult | None) -> str:
     return f"{result.value:.6g}" + (f" (coverage {100 * result.coverage:.2f}%)" if result.coverage is not None else "")
 
 
-def compare(name: str, claimed: MetricResult | None, actual: MetricResult, n_targets: int) -> Check:
+def compare(name: str, claimed: MetricResult | None, actual: MetricResult, n_targets: int, n_rec: int = 0) -> Check:
     check_name = f"rescore.{name}"
     claimed_on = claimed is not None and claimed.status == "computed"
     if actual.status != "computed":
@@ -76,7 +86,7 @@ def compare(name: str, claimed: MetricResult | None, actual: MetricResult, n_tar
         return Check(check_name, "not-run", f"not claimed and not computable here ({why})")
     if not claimed_on:
         return Check(check_name, "pass", f"not claimed by the entry; re-scored here: {_fmt(actual)}")
-    tol = TOLERANCES.get(name, Tolerance(abs=1e-6))
+    tol = TOLERANCES.get(name, Tolerance(abs=1e-6)).for_count(n_rec)
     problems = []
     if not tol.ok(claimed.value, actual.value):
         problems.append(f"value {claimed.value:.8g} claimed, {actual.value:.8g} recomputed "
@@ -99,9 +109,10 @@ def check(ctx: Context) -> list[Check]:
     except (TrackError, HubError, FileFormatError, ImportError) as exc:
         return [Check("rescore", "fail", f"cannot load the target set to re-score: {exc}")]
     target = splits.update if ctx.scenario.training == "dynamic" else splits.target
-    report = score(ctx.images, ctx.labels, target.images, target.labels, device=ctx.device, weights_dir=ctx.weights_dir)
+    report = score(ctx.images, ctx.labels, target.images, target.labels, device=ctx.device, weights_dir=ctx.weights_dir,
+                   track=ctx.track)
     claimed = ctx.result.payload.metrics
-    checks = [compare(name, claimed.get(name), actual, len(target)) for name, actual in report.metrics.items()]
+    checks = [compare(name, claimed.get(name), actual, len(target), len(ctx.labels)) for name, actual in report.metrics.items()]
     for name in sorted(set(claimed) - set(report.metrics)):
         checks.append(Check(f"rescore.{name}", "fail", f"claimed {_fmt(claimed[name])}, but this toolkit has no such metric"))
     ctx.unverified = [n for n, actual in report.metrics.items()

@@ -1,4 +1,5 @@
-"""Check 3, signature: valid ed25519 over the RFC 8785 payload, by a key listed in the team's team.toml."""
+"""Check 3, signature: valid ed25519 over the RFC 8785 payload, by a key the team's team.toml listed on
+the day the entry reached the board (keys carry the dates they were added and removed: team.py)."""
 
 from __future__ import annotations
 
@@ -23,4 +24,10 @@ def check(ctx: Context) -> list[Check]:
         raise CheckFailed(message) from None
     except ValueError as exc:  # rfc8785 cannot canonicalise it (e.g. an integer beyond 2^53)
         raise CheckFailed(f"result.json: the payload has no RFC 8785 canonical form ({exc})") from None
-    return [Check("signature", "pass", f"signed by key {ctx.key_id}, listed in {team.slug}/team.toml")]
+    record = team.record(result.signature.public_key)
+    day = ctx.board.entry_day(ctx.entry_dir)
+    if record is not None and not record.listed_on(day):
+        span = f"from {record.added or 'the start'}" + (f" until {record.removed}" if record.removed else "")
+        raise CheckFailed(f"result.json: signed by key {ctx.key_id}, which {team.slug}/team.toml lists only {span}; "
+                          f"this entry reached the board on {day}")
+    return [Check("signature", "pass", f"signed by key {ctx.key_id}, listed in {team.slug}/team.toml on {day}")]

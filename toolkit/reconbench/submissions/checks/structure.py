@@ -78,6 +78,9 @@ def file_problems(path: Path, allowed: tuple[str, ...], where: str) -> list[str]
         return [f"{where}/{name}/: sub-folders are not allowed here"]
     if not stat.S_ISREG(st.st_mode):
         return [f"{where}/{name}: not a regular file (FIFO, socket or device)"]
+    if st.st_nlink > 1:
+        # git cannot carry one, but a local build can: the same inode may be a file outside submissions/
+        return [f"{where}/{name}: has {st.st_nlink} hard links (refused: it may be a file outside submissions/)"]
     problems = []
     suffix = os.path.splitext(path.name)[1].lower()
     if is_hidden(path.name):
@@ -150,6 +153,21 @@ def _team_problems(team_dir: Path) -> list[str]:
     return problems
 
 
+# Windows drops trailing dots and refuses these device names: on such a checkout (or a site built
+# there) two entries would share one folder. Each entry's site files live in a folder named by its id.
+_DEVICE_NAMES = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
+
+
+def colliding_name(name: str) -> str | None:
+    """Why an entry id could collide with another entry's (or the site's) files, or None."""
+    if name.endswith(".") or ".." in name:
+        return ("a trailing dot or '..' is dropped or collapsed on some file systems, so this entry could "
+                "share a folder with another; rename it (the entry_id is signed: evaluate again or re-sign)")
+    if name.split(".")[0] in _DEVICE_NAMES:
+        return f"'{name.split('.')[0]}' is a reserved device name on Windows; it cannot be a folder there"
+    return None
+
+
 def _attack_problems(folder: Path) -> list[str]:
     """attack/: .py files only, importable names, no links, capped (reconbench.attack_source)."""
     from reconbench.attack_source import SourceError, collect
@@ -167,6 +185,9 @@ def _entry_problems(entry_dir: Path) -> list[str]:
         "entry folder names are the entry_id: [a-z0-9][a-z0-9._-]{0,79}, ASCII only")
     if not listable:
         return problems
+    clash = colliding_name(entry_dir.name)
+    if clash:
+        problems.append(f"{where}: {clash}")
     names = sorted(os.listdir(entry_dir))
     for item in names:
         if item == ATTACK_DIR and stat.S_ISDIR(os.lstat(entry_dir / item).st_mode):

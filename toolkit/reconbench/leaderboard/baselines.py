@@ -1,0 +1,130 @@
+"""Reference baselines: what trivial non-attacks score, beside every board and in every chart.
+
+Per track and per (training type, data access) of its scenarios, the scores of:
+- "aux images as they are": the auxiliary images returned as reconstructions (scenarios with
+  auxiliary data; the same-distribution or similar-distribution set, as the scenario hands it);
+- "per-class aux mean": each reconstruction is the mean auxiliary image of its class;
+- "uniform noise": seeded uniform uint8 pixels, labels cycling through the classes (every scenario).
+Each baseline returns exactly |D_tar| images (the first |D_tar| auxiliary images, which are already
+a seeded random order of the dataset; the size rule of SoK §4.3) and is scored by
+`reconbench.metrics.score` exactly as an entry is. They are not entries: no signature, no rank.
+
+Scores are cached on disk by the content hash of the target set (and of the auxiliary set and the
+baseline's definition): $RECONBENCH_CACHE/baselines, default ~/.cache/reconbench/baselines.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from pathlib import Path
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+SEED = 0
+VERSION = 1  # bump when a baseline's definition changes: old cache files are then ignored
+KINDS = {
+    "aux": "auxiliary images returned as they are",
+    "aux-mean": "per-class mean of the auxiliary images",
+    "noise": "uniform noise",
+}
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("RECONBENCH_CACHE")
+    return (Path(root) if root else Path.home() / ".cache" / "reconbench") / "baselines"
+
+
+def _sha(*arrays: np.ndarray) -> str:
+    h = hashlib.sha256()
+    for a in arrays:
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()
+
+
+def baseline_images(kind: str, n: int, shape: tuple[int, ...], num_classes: int, aux=None
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """|D_tar| = n reconstructions of one baseline (uint8 images, int64 labels)."""
+    if kind == "noise":
+        rng = np.random.default_rng(SEED)
+        return rng.integers(0, 256, size=(n, *shape), dtype=np.uint8), np.arange(n, dtype=np.int64) % num_classes
+    idx = np.arange(n) % len(aux.images)  # replicate when the auxiliary set is smaller (size rule)
+    labels = aux.labels[idx].astype(np.int64)
+    if kind == "aux":
+        return aux.images[idx].copy(), labels
+    means = {int(c): np.rint(aux.images[aux.labels == c].astype(np.float64).mean(0)).astype(np.uint8)
+             for c in np.unique(aux.labels)}
+    return np.stack([means[int(c)] for c in labels]), labels
+
+
+def _score(images, labels, target) -> dict:
+    from reconbench.metrics import score
+
+    report = score(images, labels, target.images, target.labels, lpips=False, fid=False)
+    return {m: {"value": r.value, "coverage": r.coverage} for m, r in report.metrics.items() if r.status == "computed"}
+
+
+def _cached(key: str, compute) -> dict:
+    folder = cache_dir()
+    path = folder / f"{key}.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        pass
+    value = compute()
+    try:
+        from reconbench.io import atomic_path
+
+        folder.mkdir(parents=True, exist_ok=True)
+        with atomic_path(path) as tmp:
+            tmp.write_text(json.dumps(value), encoding="utf-8")
+    except OSError as exc:  # a read-only home: compute again next time
+        log.info("baselines: cannot cache %s (%s)", path, exc)
+    return value
+
+
+def track_baselines(track) -> list[dict]:
+    """Reference rows of one track: dicts with kind, label, training, data, scenario cell and metrics."""
+    from reconbench.tracks import load_splits
+
+    splits = load_splits(track)
+    rows = []
+    cells = sorted({(s.split("/")[0], s.split("/")[2]) for s in track.scenarios})
+    for training in sorted({t for t, _ in cells}):
+        target = splits.update if training == "dynamic" else splits.target
+        if target is None:
+            continue
+        n, tsha = len(target.images), _sha(target.images, target.labels)
+        wanted = [("noise", None)] + [(k, d) for t, d in cells if t == training and d != "none" for k in ("aux", "aux-mean")]
+        for kind, data in wanted:
+            aux = None if data is None else (splits.aux_same if data == "same" else splits.aux_similar)
+            if data is not None and aux is None:
+                continue
+            key = "-".join([f"v{VERSION}", kind, tsha[:32]] + ([_sha(aux.images, aux.labels)[:16]] if aux is not None else []))
+
+            def compute(kind=kind, aux=aux):
+                images, labels = baseline_images(kind, n, tuple(track.input_shape), track.num_classes, aux)
+                return _score(images, labels, target)
+
+            metrics = _cached(key, compute)
+            label = KINDS[kind] + (f" ({data}-distribution aux)" if data else "")
+            rows.append(dict(kind=kind, label=label, training=training, data=data or "any",
+                             cell=f"{training}/*/{data or '*'}", metrics=metrics))
+    return rows
+
+
+def all_baselines(tracks) -> dict[str, list[dict]]:
+    """track id -> reference rows, for the tracks whose data can be loaded here (others: none)."""
+    out = {}
+    for track in tracks:
+        if track.status == "unpublished":
+            continue
+        try:
+            out[track.id] = track_baselines(track)
+        except Exception as exc:  # noqa: BLE001 - a Hub track offline: its board shows no reference rows
+            log.info("baselines of track '%s' unavailable (%s)", track.id, exc)
+    return out
