@@ -74,7 +74,7 @@ def test_board_shows_the_group_as_mean_and_std_and_single_runs_unchanged(site):
     assert f"{mean:.3f} ± {std:.3f}" in rows[0][1] and "3 seeds" in rows[0][1]
     assert all(f">seed {s}</a>" in rows[0][1] for s in (0, 1, 2))
     table = board[board.index('id="board-digits"'):]
-    assert table[:table.index("</table>")].count("<tr data-training") == 3  # group + 2 single runs
+    assert table[:table.index("</table>")].count(" data-training=") == 3  # group + 2 single runs
 
 
 def test_failed_entry_and_other_team_stay_out_of_the_group(site):
