@@ -20,7 +20,7 @@ TOOLKIT = str(Path(__file__).resolve().parents[1] / "toolkit")
 def _cli(*args: str) -> subprocess.CompletedProcess:
     """The real console entry point in a subprocess (what a user's shell runs)."""
     env = {**os.environ, "PYTHONPATH": TOOLKIT + os.pathsep + os.environ.get("PYTHONPATH", ""), "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "reconbench.cli", *args], capture_output=True, text=True, env=env, timeout=120)
+    return subprocess.run([sys.executable, "-m", "reconbench.cli", *args], capture_output=True, text=True, env=env, timeout=600)
 
 
 @pytest.mark.parametrize("setting, expected", [

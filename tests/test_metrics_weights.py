@@ -251,3 +251,18 @@ def test_workflows_restore_the_weights_keyed_on_the_pins_and_fetch_on_a_miss(wor
     # re-scoring and the site build come after the weights are in place
     later = " ".join(s.get("run", "") for s in steps[names.index("weights") + 2:])
     assert "mkdocs build" in later
+
+
+def test_a_failed_download_on_first_need_is_tried_once_per_process(mirror, tmp_path, monkeypatch, small_checkpoint):
+    from reconbench.metrics import score
+    from reconbench.metrics.testdata import digits
+
+    spec = pin(monkeypatch, "alexnet", small_checkpoint + b"once")
+    mirror.files[spec.filename] = small_checkpoint + b"once"
+    mirror.mode[spec.filename] = "404"
+    x, y = digits()
+    for _ in range(2):  # e.g. validate re-scoring several entries
+        report = score(x[:5], y[:5], x[:5], y[:5], fid=False)
+        note = report.metrics["lpips"].note
+        assert report.metrics["lpips"].status == "not_computed" and "HTTP 404" in note and "weights fetch" in note
+    assert mirror.requests == [spec.filename]

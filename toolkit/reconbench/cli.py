@@ -54,11 +54,13 @@ def parse_overrides(items: list[str]) -> dict:
 
 
 def evaluate_command(track: str, attack: str, scenario: str | None, seed: int, device: str, overrides: list[str],
-                     budget: str = "default") -> str:
+                     budget: str = "default", surrogate: str | None = None) -> str:
     """The command line that reproduces a run (paths and keys left out: they are the runner's)."""
     args = ["recon-submit", "evaluate", "--track", track, "--attack", attack, "--seed", str(seed), "--device", device]
     if budget != "default":
         args += ["--budget", budget]
+    if surrogate:
+        args += ["--surrogate", surrogate]
     if scenario:
         args += ["--scenario", scenario]
     for item in overrides:
@@ -77,6 +79,7 @@ def evaluate(
     key: Optional[Path] = typer.Option(None, help="ed25519 private key (default: created on first use)"),
     set_: list[str] = typer.Option([], "--set", help="attack option override, key=value (repeatable; applied on top of --budget; `recon-submit attacks NAME` lists the options)"),
     budget: str = typer.Option("default", help="budget preset: quick (a minute on digits), default, paper (the paper's full budget)"),
+    surrogate: Optional[str] = typer.Option(None, help="run a white-box attack in a black-box cell through a stolen surrogate: dfme or aux (--set surrogate.KEY=VALUE configures it)"),
     weights_dir: Optional[Path] = weights_dir_option(),
     offline: bool = offline_option(),
     quiet: bool = typer.Option(False, help="no progress bar"),
@@ -94,8 +97,8 @@ def evaluate(
     output = run(
         track_id=track, attack_spec=attack, scenario=scenario, seed=seed, device=device, out=out,
         key_path=key_path, config=parse_overrides(set_), progress=Progress(None if quiet else rich_task),
-        command=evaluate_command(track, attack, scenario, seed, device, set_, budget), weights_dir=weights_dir,
-        budget=budget,
+        command=evaluate_command(track, attack, scenario, seed, device, set_, budget, surrogate), weights_dir=weights_dir,
+        budget=budget, surrogate=surrogate,
     )
     payload = output.result.payload
     table = Table(title=escape(f"{payload.attack.name} on {payload.track} ({payload.scenario})"))

@@ -36,6 +36,7 @@ from reconbench.results import (
     ReconstructionsInfo,
     ResultFile,
     Signature,
+    SurrogateInfo,
     TargetIdentity,
     git_state,
     make_entry_id,
@@ -88,10 +89,10 @@ class AttackRun:
     budget: str = "default"  # the budget preset the config started from
 
 
-def _checked(track: Track, meta: AttackMeta, knowledge: Knowledge, images, labels) -> Reconstruction:
+def _checked(track: Track, meta: AttackMeta, knowledge: Knowledge, images, labels, facts=None) -> Reconstruction:
     if not isinstance(images, torch.Tensor):
         images, labels = torch.from_numpy(np.array(images)), torch.from_numpy(np.array(labels))
-    rec = enforce_size(Reconstruction(images, labels), knowledge.target_size, knowledge.input_shape)
+    rec = enforce_size(Reconstruction(images, labels, dict(facts or {})), knowledge.target_size, knowledge.input_shape)
     if int(rec.labels.min()) < 0 or int(rec.labels.max()) >= track.num_classes:
         raise AttackError(f"attack '{meta.name}' returned labels outside 0..{track.num_classes - 1}")
     return rec
@@ -129,7 +130,7 @@ def attack_run(track: Track, attack: str | type[Attack], requested: str | Scenar
         instance = cls(budget=budget, **config)
         torch.manual_seed(seed)
         rec = instance.run(view, seed=seed, progress=progress)
-        return AttackRun(meta, dict(instance.config), chosen, _checked(track, meta, view, rec.images, rec.labels), knowledge,
+        return AttackRun(meta, dict(instance.config), chosen, _checked(track, meta, view, rec.images, rec.labels, rec.provenance), knowledge,
                          instance.budget)
     spec = spec_of(attack)
     if spec in ATTACKS:
@@ -145,7 +146,7 @@ def attack_run(track: Track, attack: str | type[Attack], requested: str | Scenar
         if process.meta() != meta:
             raise AttackError(f"attack '{spec}': its process loaded a different attack ({process.meta().code})")
         images, labels = process.run(view, seed=seed, progress=progress)
-        return AttackRun(meta, dict(process.config), chosen, _checked(track, meta, view, images, labels), knowledge,
+        return AttackRun(meta, dict(process.config), chosen, _checked(track, meta, view, images, labels, process.facts), knowledge,
                          budget)
 
 
@@ -171,10 +172,21 @@ def evaluate(
     command: str | None = None,
     weights_dir: Path | None = None,
     budget: str = "default",
+    surrogate: str | None = None,
 ) -> EvaluationOutput:
     track = get_track(track_id)
     track.require_runnable()
-    if attack_spec in ATTACKS:  # our own code: its scenario and options fail here, before the key and the run
+    surrogate_config: dict[str, Any] = {}
+    if surrogate:  # a white-box attack in a black-box cell, through a stolen model (reconbench.surrogate)
+        from reconbench.surrogate import route
+
+        if attack_spec not in ATTACKS:
+            raise route.SurrogateError("--surrogate runs the registered attacks (the evaluator never imports a bring-your-own one)")
+        scenario = str(route.choose_cell(track, ATTACKS[attack_spec], scenario, surrogate))
+        config, surrogate_config = route.split_config(config or {})
+        route.resolve_options(route.SURROGATES[surrogate], budget, surrogate_config)
+        ATTACKS[attack_spec](budget=budget, **config)
+    elif attack_spec in ATTACKS:  # our own code: its scenario and options fail here, before the key and the run
         choose_scenario(track, ATTACKS[attack_spec], scenario)
         ATTACKS[attack_spec](budget=budget, **(config or {}))
     key = load_private_key(key_path)  # fail before a long run, not after
@@ -182,8 +194,16 @@ def evaluate(
     source = attack_source(attack_spec)  # a bring-your-own attack's files, hashed before it runs
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
+    stolen: list = []  # filled by the surrogate route's prepare step (evaluator side)
+
+    def steal_then_view(knowledge: Knowledge) -> Knowledge:
+        got = route.steal(track, knowledge, surrogate, budget=budget, overrides=surrogate_config, seed=seed,
+                          progress=progress or Progress())
+        stolen.append(got)
+        return route.surrogate_view(knowledge, got.model)
+
     run = attack_run(track, attack_spec, scenario, config=config or {}, seed=seed, device=torch_device,
-                     progress=progress or Progress(), budget=budget)
+                     progress=progress or Progress(), budget=budget, prepare=steal_then_view if surrogate else None)
     wall = time.perf_counter() - t0
     chosen, rec, knowledge, meta = run.scenario, run.reconstruction, run.knowledge, run.meta
     finished = datetime.now(timezone.utc)
@@ -237,6 +257,12 @@ def evaluate(
             finished=finished,
             wall_seconds=round(wall, 3),
             queries=knowledge.query.queries if chosen.access == "black-box" else None,
+            attack_facts=dict(rec.provenance) or None,
+        ),
+        surrogate=None if not stolen else SurrogateInfo(
+            method=stolen[0].method, architecture=stolen[0].architecture, budget=stolen[0].budget, config=stolen[0].config,
+            queries=stolen[0].queries, attack_view=str(route.white_box_cell(chosen)),
+            **dict(zip(("agreement", "agreement_images"), route.agreement(track, stolen[0].model, torch_device))),
         ),
     )
     signature = Signature(**sign_payload(payload.model_dump(mode="json"), key))

@@ -77,6 +77,20 @@ class AttackInfo(Strict):
         description="bring-your-own attacks: sha256 of the attack/ source the entry ships (reconbench.attack_source)")
 
 
+class SurrogateInfo(Strict):
+    """How a white-box attack ran in a black-box cell: the surrogate stolen first (reconbench.surrogate)."""
+
+    method: Literal["dfme", "aux"]
+    architecture: Annotated[str, StringConstraints(max_length=80)]
+    budget: Literal["quick", "default", "paper"]
+    config: dict[Annotated[str, StringConstraints(max_length=80)], ConfigValue] = Field(default_factory=dict)
+    queries: Annotated[int, Field(ge=0)] = Field(description="target queries spent on stealing (images)")
+    agreement: Annotated[float, Field(ge=0, le=1)] = Field(description="top-1 agreement with the target on the test split")
+    agreement_images: Annotated[int, Field(gt=0)]
+    attack_view: Annotated[str, StringConstraints(pattern=r"^static/white-box/(none|similar|same)$")] = Field(
+        description="the attack's view: white-box on the surrogate")
+
+
 class TargetIdentity(Strict):
     model_sha256: Sha256
     target_set_sha256: Sha256 = Field(description="content hash of D_tar (the update set in dynamic scenarios)")
@@ -110,6 +124,12 @@ class Provenance(Strict):
     finished: datetime
     wall_seconds: Annotated[float, Field(ge=0)]
     queries: Annotated[int, Field(ge=0)] | None = Field(default=None, description="black-box queries used (images)")
+    # Left out of the signed form when absent, so results written before it existed still verify.
+    attack_facts: Annotated[dict[Annotated[str, StringConstraints(max_length=80)], int | float | ShortText | bool | None],
+                            Field(max_length=32)] | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="facts the attack reported about its run, e.g. its cached GAN prior's key and whether it was trained in this run",
+    )
 
     @model_validator(mode="after")
     def _plausible_times(self) -> "Provenance":
@@ -139,6 +159,7 @@ class Payload(Strict):
     metrics: dict[str, MetricResult]
     reconstructions: ReconstructionsInfo
     provenance: Provenance
+    surrogate: SurrogateInfo | None = Field(None, exclude_if=_absent, description="set when run through a stolen surrogate")
 
     @field_validator("metrics")
     @classmethod

@@ -10,19 +10,26 @@ pass, so DeepInversion's BatchNorm hooks have seen the batch when it is called.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 import torch
 from torch import nn
 
 from reconbench.attacks.base import Progress, Reconstruction, class_balanced_labels
-from reconbench.attacks.priors import batches, jitter, l2_prior, seeded_generator, total_variation
+from reconbench.attacks.priors import batches, jitter, l2_prior, nvlabs_l2, nvlabs_tv_l2, seeded_generator, total_variation
 from reconbench.knowledge import Knowledge
 
 
 def dream(knowledge: Knowledge, *, iterations: int, lr: float, tv_weight: float, l2_weight: float,
           max_shift: int, batch_size: int, seed: int, progress: Progress, description: str,
-          extra: Callable[[], torch.Tensor] | None = None) -> Reconstruction:
-    """Class-balanced labels, then `iterations` Adam steps per batch of `batch_size` images."""
+          extra: Callable[[], torch.Tensor] | None = None,
+          prior: Literal["toolkit", "nvlabs"] = "toolkit") -> Reconstruction:
+    """Class-balanced labels, then `iterations` Adam steps per batch of `batch_size` images.
+
+    prior="nvlabs": NVlabs' imagenet prior functions (`nvlabs_tv_l2`, `nvlabs_l2`) on the jittered
+    input, as deepinversion.py computes them; "toolkit": the per-image mean squared TV and the
+    squared l2 norm on the un-jittered input (what DeepInversion here has always used).
+    """
     model, device = knowledge.model, knowledge.device
     n = knowledge.target_size
     labels = class_balanced_labels(n, knowledge.num_classes).to(device)
@@ -37,11 +44,12 @@ def dream(knowledge: Knowledge, *, iterations: int, lr: float, tv_weight: float,
             y = labels[part]
             for _ in range(iterations):
                 opt.zero_grad(set_to_none=True)
-                loss = (
-                    nn.functional.cross_entropy(model(jitter(x, max_shift, gen)), y)
-                    + tv_weight * total_variation(x, p=2)
-                    + l2_weight * l2_prior(x)
-                )
+                xj = jitter(x, max_shift, gen)
+                loss = nn.functional.cross_entropy(model(xj), y)
+                if prior == "nvlabs":
+                    loss = loss + tv_weight * nvlabs_tv_l2(xj) + l2_weight * nvlabs_l2(xj)
+                else:  # summed in this order so that DeepInversion's images stay bit-identical
+                    loss = loss + tv_weight * total_variation(x, p=2) + l2_weight * l2_prior(x)
                 if extra is not None:
                     loss = loss + extra()
                 loss.backward()

@@ -27,6 +27,24 @@ def l2_prior(x: torch.Tensor) -> torch.Tensor:
     return x.flatten(1).pow(2).sum(1).sum()
 
 
+def nvlabs_tv_l2(x: torch.Tensor) -> torch.Tensor:
+    """NVlabs' `loss_var_l2` (DeepInversion, deepinversion.py `get_image_prior_losses`): the l2
+    norm, over the whole batch, of each of the four neighbour differences (horizontal, vertical and
+    both diagonals), summed. Not squared and not averaged per pixel, unlike `total_variation`."""
+    diffs = (
+        x[..., :, :-1] - x[..., :, 1:],
+        x[..., :-1, :] - x[..., 1:, :],
+        x[..., 1:, :-1] - x[..., :-1, 1:],
+        x[..., :-1, :-1] - x[..., 1:, 1:],
+    )
+    return sum(torch.norm(d) for d in diffs)
+
+
+def nvlabs_l2(x: torch.Tensor) -> torch.Tensor:
+    """NVlabs' `loss_l2` (deepinversion.py): the l2 norm of each image, averaged over the batch."""
+    return torch.norm(x.flatten(1), dim=1).mean()
+
+
 def jitter(x: torch.Tensor, max_shift: int, generator: torch.Generator) -> torch.Tensor:
     """Random roll by up to max_shift pixels (DeepDream/DeepInversion's jitter augmentation)."""
     if max_shift <= 0:

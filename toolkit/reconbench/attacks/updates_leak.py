@@ -9,11 +9,14 @@ updates copies of it with many shadow update sets drawn from another part (the u
 public: the view's `knowledge.public.update_recipe`) and records each shadow delta with its update set.
 
 What is implemented: the paper's multi-sample reconstruction attack (A_MSR, |update set| = 100),
-with its encoder (delta -> 50-d latent code) and its generator G(noise, code), trained with the
-CBM-GAN's best-match loss: for every image of a shadow update set, the MSE to the closest of the
-generated samples. The CBM-GAN's discriminator (the adversarial term of their generator loss) is
-left out: it sharpens samples but is what makes the GAN heavy, and it never sees the update set,
-so the attack's access is unchanged. At attack time, as in their MSR_evaluation.py: generate
+with its encoder (delta -> 50-d latent code) and its generator G(noise, code), trained as their
+CBM-GAN (MSR_attack.py): per step, the discriminator D learns real (the shadow update set's
+images) against fake (G's samples) with BCE, then G minimises the best-match loss (for every
+image of a shadow update set, the MSE to the closest generated sample) plus the adversarial BCE
+of D(fake) against "real". D is their _DiscriminatorMNIST (three hidden layers 1024-512-256 with
+BatchNorm and LeakyReLU 0.2, tanh then sigmoid), halved twice in width on the 8x8 tracks as the
+generator is. Option discriminator=false gives the best-match-only variant (version 1 of this
+attack, which dropped D). At attack time, as in their MSR_evaluation.py: generate
 20,000 samples for the target delta, cluster them with K-means into |D_tar| clusters, and take
 the generated sample closest to each centre. Labels: the after-update model's prediction for
 each reconstruction (black-box queries, counted).
@@ -55,6 +58,22 @@ class Encoder(nn.Module):
 
     def forward(self, delta: torch.Tensor) -> torch.Tensor:
         return self.net(delta)
+
+
+class Discriminator(nn.Module):
+    """Image -> P(real): their _DiscriminatorMNIST (network.py) with width `hidden` for the first layer."""
+
+    def __init__(self, pixels: int, hidden: int):
+        super().__init__()
+        widths = [pixels, hidden, hidden // 2, hidden // 4]
+        layers: list[nn.Module] = []
+        for a, b in zip(widths, widths[1:]):
+            layers += [nn.Linear(a, b), nn.BatchNorm1d(b), nn.LeakyReLU(0.2)]
+        layers += [nn.Linear(widths[-1], 1), nn.Tanh(), nn.Sigmoid()]  # tanh then sigmoid, as theirs
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x.flatten(1)).view(-1)
 
 
 class Generator(nn.Module):
@@ -137,6 +156,7 @@ class UpdatesLeak(Attack):
     paper = "Salem et al., Updates-Leak: Data Set Inference and Reconstruction Attacks in Online Learning, USENIX Security 2020"
     family = "training"
     scenarios = ("dynamic/black-box/same",)
+    version = "2"  # 2: the CBM-GAN's discriminator, as in the paper (1: best-match loss only)
 
     class Options(AttackOptions):
         probe_size: int = Field(100, ge=1, description="probing set size (MSR_attack.py --numOfPoints)")
@@ -150,12 +170,14 @@ class UpdatesLeak(Attack):
         generated: int = Field(20000, ge=1, description="samples generated for clustering (MSR_evaluation.py generateImgs)")
         kmeans_seed: int = Field(170, ge=0, description="K-means random_state (MSR_evaluation.py)")
         kmeans_restarts: PositiveInt | Auto = Field("auto", description="10, sklearn's n_init default in their day; auto = 1 on the 8x8 tracks")
+        discriminator: bool = Field(True, description="train the CBM-GAN's discriminator (MSR_attack.py); false = best-match loss only")
+        disc_hidden: PositiveInt | Auto = Field("auto", description="discriminator's first width: 1024 in network.py; auto = 128 on the 8x8 tracks")
 
     presets = {
         "quick": {"shadow_updates": 200, "epochs": 2, "generated": 2000},
         # the authors' code: dataGeneration.py, network.py, MSR_attack.py, MSR_evaluation.py
         "paper": {"shadow_updates": 10000, "hidden": 2048, "epochs": 20, "updates_per_step": 1, "generated": 20000,
-                  "kmeans_restarts": 10},
+                  "kmeans_restarts": 10, "discriminator": True, "disc_hidden": 1024},
     }
 
     def run(self, knowledge: Knowledge, *, seed: int, progress: Progress) -> Reconstruction:
@@ -200,6 +222,13 @@ class UpdatesLeak(Attack):
         params = list(encoder.parameters()) + list(generator.parameters())
         opt = torch.optim.Adam(params, lr=float(cfg["lr"]), betas=(0.5, 0.999))
         pool_images = pool.as_float(device).flatten(1)
+        disc = opt_d = None
+        if cfg["discriminator"]:
+            disc_hidden = track_budget(cfg, "disc_hidden", shape, paper=1024, small=128)
+            disc = Discriminator(pool_images.shape[1], disc_hidden).to(device).train()
+            opt_d = torch.optim.Adam(disc.parameters(), lr=float(cfg["lr"]), betas=(0.5, 0.999))  # optimizerD
+        else:
+            cfg["disc_hidden"] = None if cfg["disc_hidden"] == "auto" else cfg["disc_hidden"]  # unused: record so
         encoder.train(), generator.train()
         steps = epochs * len(range(0, n_shadow, per_step))
         with progress.task(f"{self.name}: training the decoder", steps) as advance:
@@ -212,8 +241,19 @@ class UpdatesLeak(Attack):
                     z = torch.randn(u * n, int(cfg["noise"]), generator=gen).to(device)
                     fake = generator(z, code.repeat_interleave(n, dim=0)).view(u, n, -1)
                     real = pool_images[torch.from_numpy(update_sets[batch.numpy()]).to(device)]  # (u, n, D)
+                    loss = best_match_loss(real, fake)
+                    if disc is not None:
+                        # (1) D: real -> 1, fake -> 0 (two BatchNorm batches, as their two backward passes)
+                        opt_d.zero_grad(set_to_none=True)
+                        bce = nn.functional.binary_cross_entropy
+                        real_p, fake_p = disc(real.flatten(0, 1)), disc(fake.detach().flatten(0, 1))
+                        (bce(real_p, torch.ones_like(real_p)) + bce(fake_p, torch.zeros_like(fake_p))).backward()
+                        opt_d.step()
+                        # (2) G: best match + the adversarial term, fakes labelled real
+                        judged = disc(fake.flatten(0, 1))
+                        loss = loss + bce(judged, torch.ones_like(judged))
                     opt.zero_grad(set_to_none=True)
-                    best_match_loss(real, fake).backward()
+                    loss.backward()
                     opt.step()
                     advance(1)
         encoder.eval(), generator.eval()

@@ -150,7 +150,8 @@ def serve(conn: Connection) -> None:
     rec = attack.run(knowledge, seed=view["seed"], progress=RemoteProgress(conn))
     images = rec.images.detach().float().cpu().numpy()
     labels = rec.labels.detach().cpu().numpy().astype("int64")
-    protocol.send(conn, {"op": "result", "config": dict(attack.config)}, images, labels)
+    facts = dict(getattr(rec, "provenance", None) or {})  # e.g. a cached GAN prior's key (JSON scalars)
+    protocol.send(conn, {"op": "result", "config": dict(attack.config), "facts": facts}, images, labels)
 
 
 def main() -> None:

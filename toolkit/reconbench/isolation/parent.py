@@ -114,6 +114,7 @@ class AttackProcess:
         self.spec = spec
         self.config = dict(config)
         self.budget = budget
+        self.facts: dict[str, Any] = {}  # what the attack reported about its run (checked by the result schema)
         self._meta: AttackMeta | None = None
         self._proc: subprocess.Popen | None = None
         self._conn: Connection | None = None
@@ -206,6 +207,14 @@ class AttackProcess:
                     self._progress(progress, bars, bars_stack, header)
                 elif op == "result" and len(arrays) == 2 and isinstance(header.get("config"), dict):
                     self.config = header["config"]
+                    facts = header.get("facts") or {}
+                    if not (isinstance(facts, dict) and len(facts) <= 32 and all(
+                            isinstance(k, str) and len(k) <= 80 and (v is None or isinstance(v, (bool, int, float)) or
+                                                                    (isinstance(v, str) and len(v) <= 2000))
+                            for k, v in facts.items())):
+                        raise AttackError(f"attack '{self._name()}': its provenance facts must be at most 32 "
+                                          "name -> scalar pairs (names up to 80, texts up to 2000 characters)")
+                    self.facts = facts
                     return arrays[0], arrays[1]
                 else:
                     raise AttackError(f"attack '{self._name()}': unexpected message '{protocol.text(op, 40)}' from its process")

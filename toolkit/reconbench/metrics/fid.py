@@ -7,10 +7,12 @@ Fréchet distance between them:
 
 Only the trace of the matrix square root is needed, and that is the sum of the square roots of
 the eigenvalues of S_r S_t. S_r S_t is similar to the symmetric positive semi-definite matrix
-S_r^(1/2) S_t S_r^(1/2) (or L^T S_t L with S_r = L L^T, formed by two BLAS trmm on the CPU), so its eigenvalues are real and >= 0
-(up to round-off), and a symmetric eigensolver in float64 gives them (trace_sqrt_product). This replaces pytorch-fid's scipy.linalg.sqrtm of the
+S_r^(1/2) S_t S_r^(1/2) (or L^T S_t L with S_r = L L^T, formed by two BLAS trmm on the CPU), so
+its eigenvalues are real and >= 0 (up to round-off), and a symmetric eigensolver in float64 gives
+them (trace_sqrt_product). With fewer samples than dimensions the same trace is the nuclear norm
+of an n_r x n_t matrix (fid_from_features). This replaces pytorch-fid's scipy.linalg.sqrtm of the
 full non-symmetric product (a Schur decomposition plus a triangular square root: ~30 s for
-2048x2048 on one CPU core) and agrees with it to ~1e-9 relative (tests/test_metrics_fid.py;
+2048x2048 on one CPU core) and agrees with it to 1e-6 relative or better (tests/test_metrics_fid.py;
 benchmarks/bench_metrics_fid.py measures the speed-up). Round-off can make a few of the
 smallest eigenvalues slightly negative; they are clipped to 0, as their square roots would be
 ~1e-8 imaginary parts that pytorch-fid drops as well.

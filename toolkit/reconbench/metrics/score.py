@@ -148,6 +148,7 @@ def score(
 
 
 _EXTRACTORS: dict[tuple, object] = {}
+_FETCH_FAILED: dict[str, str | None] = {}  # pinned sha256 -> why its download failed in this process
 
 
 def _backbone(cls, key: str, metric: str, weights_dir, device, download: bool):
@@ -162,7 +163,11 @@ def _backbone(cls, key: str, metric: str, weights_dir, device, download: bool):
 
     from .download import ensure
 
-    reason = ensure(spec, progress=rich_task)  # first need: fetch into the cache (pins checked)
+    if spec.sha256 not in _FETCH_FAILED:  # one try per process: re-scoring many entries must not retry
+        _FETCH_FAILED[spec.sha256] = ensure(spec, progress=rich_task)  # first need: fetch into the cache
+    reason = _FETCH_FAILED[spec.sha256]
+    if reason is None:
+        del _FETCH_FAILED[spec.sha256]  # fetched: nothing to remember
     extractor = None if reason else _loaded(cls, weights_dir, device)
     return extractor, (None if extractor else missing_note(metric, spec, reason))
 
