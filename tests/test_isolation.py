@@ -88,13 +88,15 @@ def test_black_box_queries_are_counted_in_the_evaluator_and_progress_crosses(tra
 
 @pytest.mark.parametrize("attack, message", [
     ("PeekingBlackBox", r"black-box: the model's parameters are not available"),
-    ("Crashing", r"^attack 'crash' failed: KeyError: 'no such key' \(at peek.py:\d+\)$"),
+    ("Crashing", r"^the attack 'crash' failed at \S+peek.py:\d+: KeyError: 'no such key'$"),
     ("Dies", r"^attack 'dies': its process exited \(code 3\) without a result$"),
 ])
 def test_errors_in_the_attack_process_come_back_as_one_line(track, attack, message):
     with pytest.raises((AttackError, KnowledgeError), match=message) as info:
         _run(track, f"{ATTACKS_DIR / 'peek.py'}:{attack}")
     assert "\n" not in str(info.value)
+    if attack == "Crashing":  # the attack process's traceback rides along for --debug
+        assert 'return {}["no such key"]' in str(info.value.__cause__)
 
 
 def test_isolated_runs_give_the_same_reconstructions_as_in_process(track):

@@ -55,9 +55,16 @@ def test_a_fresh_mi_face_entry_is_reproduced_and_validates_as_reproduced(board, 
     # Same machine, same thread count: the CPU re-run is bit-identical (the tolerances are for other machines).
     assert rec.reconstructions_sha256 == board.payload()["reconstructions"]["sha256"]
     assert all(c.within and abs(c.obtained - c.claimed) < 1e-9 for c in rec.comparisons if c.obtained is not None)
-    report = board.only(rescore=True)
+    report = board.only()  # re-scoring is another check's business (tests/test_submissions_forgeries.py)
     assert report.trust == "reproduced", [c.to_dict() for c in report.checks]
     assert any(c.name == "reproduction" and "test reproducer" in c.message for c in report.checks)
+    # The site shows the level and publishes the record beside the entry's page, linked from it.
+    from reconbench.leaderboard.build import build_site
+
+    bundle = build_site(board.root, rescore=False, galleries=False)
+    record = [p for p in bundle.files if p.endswith("/" + RECORD_FILE)]
+    assert len(record) == 1 and bundle.files[record[0]] == (board.entry / RECORD_FILE).read_bytes()
+    assert any("reproduction record" in html and RECORD_FILE in html for html in bundle.fragments.values())
 
 
 def test_a_tampered_configuration_is_caught(board):
@@ -66,6 +73,10 @@ def test_a_tampered_configuration_is_caught(board):
     assert out.record.verdict == "not-reproduced"
     assert any(c.within is False for c in out.record.comparisons)
     assert board.only().trust != "reproduced"
+    # A registered attack whose code changed version since the entry ran: not the same code, refused.
+    board.resign(lambda p: p["attack"].update(version="0"))
+    with pytest.raises(ReproduceError, match="the entry ran version 0"):
+        reproduce_entry(board.entry)
     # Changed without re-signing: refused before anything runs.
     data = json.loads(board.result_json.read_text())
     data["payload"]["attack"]["config"]["iterations"] = 2
@@ -131,7 +142,7 @@ def test_ci_reproduces_registered_attacks_on_embedded_tracks_within_its_time_bud
     report = board.only()
     assert report.trust != "reproduced" and any("over this CI's budget" in c.message for c in report.checks)
     monkeypatch.setenv("RECONBENCH_REPRODUCE_SECONDS", "100000")
-    report = board.only(rescore=True)
+    report = board.only()
     assert report.trust == "reproduced", [c.to_dict() for c in report.checks]
     assert any(c.name == "reproduction" and "this CI's re-run" in c.message for c in report.checks)
 

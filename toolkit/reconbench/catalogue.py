@@ -50,6 +50,17 @@ CATALOGUE: tuple[AttackInfo, ...] = (
                "Haim et al., Reconstructing Training Data from Trained Neural Networks, NeurIPS 2022 "
                "(multi-class: Buzaglo et al., NeurIPS 2023)",
                "reconbench.attacks.bias_rec:BiasRec"),
+    AttackInfo("revealer", "optimization", ("static/white-box/same", "static/white-box/similar"),
+               "Zhang et al., The Secret Revealer: Generative Model-Inversion Attacks Against Deep Neural Networks, "
+               "CVPR 2020",
+               "reconbench.attacks.revealer:Revealer"),
+    AttackInfo("kedmi", "optimization", ("static/white-box/same", "static/white-box/similar"),
+               "Chen et al., Knowledge-Enriched Distributional Model Inversion Attacks, ICCV 2021",
+               "reconbench.attacks.kedmi:KEDMI"),
+    AttackInfo("plg-mi", "optimization", ("static/white-box/same", "static/white-box/similar"),
+               "Yuan et al., Pseudo Label-Guided Model Inversion Attack via Conditional Generative Adversarial "
+               "Network, AAAI 2023",
+               "reconbench.attacks.plg_mi:PLGMI"),
 )
 
 BY_NAME: dict[str, AttackInfo] = {a.name: a for a in CATALOGUE}

@@ -89,10 +89,10 @@ class AttackRun:
     budget: str = "default"  # the budget preset the config started from
 
 
-def _checked(track: Track, meta: AttackMeta, knowledge: Knowledge, images, labels) -> Reconstruction:
+def _checked(track: Track, meta: AttackMeta, knowledge: Knowledge, images, labels, facts=None) -> Reconstruction:
     if not isinstance(images, torch.Tensor):
         images, labels = torch.from_numpy(np.array(images)), torch.from_numpy(np.array(labels))
-    rec = enforce_size(Reconstruction(images, labels), knowledge.target_size, knowledge.input_shape)
+    rec = enforce_size(Reconstruction(images, labels, dict(facts or {})), knowledge.target_size, knowledge.input_shape)
     if int(rec.labels.min()) < 0 or int(rec.labels.max()) >= track.num_classes:
         raise AttackError(f"attack '{meta.name}' returned labels outside 0..{track.num_classes - 1}")
     return rec
@@ -130,7 +130,7 @@ def attack_run(track: Track, attack: str | type[Attack], requested: str | Scenar
         instance = cls(budget=budget, **config)
         torch.manual_seed(seed)
         rec = instance.run(view, seed=seed, progress=progress)
-        return AttackRun(meta, dict(instance.config), chosen, _checked(track, meta, view, rec.images, rec.labels), knowledge,
+        return AttackRun(meta, dict(instance.config), chosen, _checked(track, meta, view, rec.images, rec.labels, rec.provenance), knowledge,
                          instance.budget)
     spec = spec_of(attack)
     if spec in ATTACKS:
@@ -146,7 +146,7 @@ def attack_run(track: Track, attack: str | type[Attack], requested: str | Scenar
         if process.meta() != meta:
             raise AttackError(f"attack '{spec}': its process loaded a different attack ({process.meta().code})")
         images, labels = process.run(view, seed=seed, progress=progress)
-        return AttackRun(meta, dict(process.config), chosen, _checked(track, meta, view, images, labels), knowledge,
+        return AttackRun(meta, dict(process.config), chosen, _checked(track, meta, view, images, labels, process.facts), knowledge,
                          budget)
 
 
@@ -257,6 +257,7 @@ def evaluate(
             finished=finished,
             wall_seconds=round(wall, 3),
             queries=knowledge.query.queries if chosen.access == "black-box" else None,
+            attack_facts=dict(rec.provenance) or None,
         ),
         surrogate=None if not stolen else SurrogateInfo(
             method=stolen[0].method, architecture=stolen[0].architecture, budget=stolen[0].budget, config=stolen[0].config,

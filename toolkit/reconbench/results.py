@@ -124,6 +124,12 @@ class Provenance(Strict):
     finished: datetime
     wall_seconds: Annotated[float, Field(ge=0)]
     queries: Annotated[int, Field(ge=0)] | None = Field(default=None, description="black-box queries used (images)")
+    # Left out of the signed form when absent, so results written before it existed still verify.
+    attack_facts: Annotated[dict[Annotated[str, StringConstraints(max_length=80)], int | float | ShortText | bool | None],
+                            Field(max_length=32)] | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="facts the attack reported about its run, e.g. its cached GAN prior's key and whether it was trained in this run",
+    )
 
     @model_validator(mode="after")
     def _plausible_times(self) -> "Provenance":

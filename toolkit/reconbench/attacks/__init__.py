@@ -13,12 +13,17 @@ from reconbench.attacks.deep_dream import DeepDream
 from reconbench.attacks.deep_inversion import DeepInversion
 from reconbench.attacks.deep_leakage import DeepLeakage
 from reconbench.attacks.inv_alignment import InvAlignment
+from reconbench.attacks.kedmi import KEDMI
 from reconbench.attacks.mi_face import MIFace
 from reconbench.attacks.options import AttackOptions, check_declaration
+from reconbench.attacks.plg_mi import PLGMI
+from reconbench.attacks.revealer import Revealer
 from reconbench.attacks.updates_leak import UpdatesLeak
 
 ATTACKS: dict[str, type[Attack]] = {
-    cls.name: cls for cls in (MIFace, DeepDream, DeepInversion, DeepLeakage, InvAlignment, UpdatesLeak, BiasRec)
+    cls.name: cls for cls in (
+        MIFace, DeepDream, DeepInversion, DeepLeakage, InvAlignment, UpdatesLeak, BiasRec, Revealer, KEDMI, PLGMI
+    )
 }
 DEFAULT_ATTACK = "deepinversion"
 

@@ -6,7 +6,7 @@ import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 import torch
@@ -26,6 +26,9 @@ __all__ = [  # Options pieces re-exported: attack authors import everything from
 class Reconstruction:
     images: torch.Tensor  # float (N, C, H, W), pixels in [0, 1]
     labels: torch.Tensor  # int64 (N,)
+    # Facts about the run for the result's provenance (e.g. a cached GAN prior's key and whether it
+    # was trained in this run); they travel with the images, wherever the attack ran.
+    provenance: dict[str, int | float | str | bool | None] = field(default_factory=dict)
 
     def to_uint8(self) -> torch.Tensor:
         return (self.images.detach().clamp(0, 1) * 255).round().to(torch.uint8).cpu()
@@ -57,7 +60,7 @@ def enforce_size(rec: Reconstruction, target_size: int, input_shape: tuple[int, 
     if n < target_size:
         index = torch.arange(target_size) % n
         images, labels = images[index], labels[index]
-    return Reconstruction(images.clamp(0, 1).float().cpu(), labels.cpu())
+    return Reconstruction(images.clamp(0, 1).float().cpu(), labels.cpu(), dict(rec.provenance))
 
 
 # Pixels a little outside [0, 1] (an optimiser's overshoot) are clamped; further out means another

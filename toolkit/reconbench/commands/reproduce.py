@@ -57,7 +57,7 @@ def reproduce(
         table.add_column(col)
     for c in rec.comparisons:
         cov = lambda v: "" if v is None else f" ({v:.2%})"  # noqa: E731
-        table.add_row(c.metric, f"{c.claimed}{cov(c.claimed_coverage)}",
+        table.add_row(c.metric, "-" if c.claimed is None else f"{c.claimed:.6g}{cov(c.claimed_coverage)}",
                       "-" if c.obtained is None else f"{c.obtained:.6g}{cov(c.obtained_coverage)}", escape(c.tolerance),
                       {True: "yes", False: "[red]no[/]", None: "not compared"}[c.within])
     console.print(table)

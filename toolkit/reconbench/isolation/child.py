@@ -135,7 +135,7 @@ def serve(conn: Connection) -> None:
     import torch
 
     torch.set_num_threads(int(start["threads"]))
-    from reconbench.attacks import load_attack
+    from reconbench.attacks import enforce_size, load_attack
 
     if ":" in start["spec"]:  # a bring-your-own attack may import the modules beside it
         sys.path.insert(0, os.path.dirname(os.path.abspath(start["spec"].rsplit(":", 1)[0])))
@@ -148,9 +148,12 @@ def serve(conn: Connection) -> None:
     knowledge = _build_view(conn, view)
     torch.manual_seed(view["seed"])
     rec = attack.run(knowledge, seed=view["seed"], progress=RemoteProgress(conn))
+    # The same checks as the evaluator's (which repeats them on what arrives): clear messages from here.
+    rec = enforce_size(rec, knowledge.target_size, knowledge.input_shape)
     images = rec.images.detach().float().cpu().numpy()
     labels = rec.labels.detach().cpu().numpy().astype("int64")
-    protocol.send(conn, {"op": "result", "config": dict(attack.config)}, images, labels)
+    facts = dict(getattr(rec, "provenance", None) or {})  # e.g. a cached GAN prior's key (JSON scalars)
+    protocol.send(conn, {"op": "result", "config": dict(attack.config), "facts": facts}, images, labels)
 
 
 def main() -> None:
@@ -161,8 +164,12 @@ def main() -> None:
     try:
         serve(conn)
     except BaseException as exc:  # one clear message back to the evaluator, whatever happened
+        from reconbench.errors import describe  # the CLI's one-line form: "the attack 'x' failed at file:line: ..."
+
         try:
-            protocol.send(conn, {"op": "error", "type": type(exc).__name__, "message": protocol.text(str(exc)), "where": _where(exc)})
+            protocol.send(conn, {"op": "error", "type": type(exc).__name__, "message": protocol.text(str(exc)),
+                                 "where": _where(exc), "line": protocol.text(describe(exc)),
+                                 "traceback": protocol.text("".join(traceback.format_exception(exc)), 20000)})
         except Exception:
             pass
         sys.exit(1)

@@ -107,6 +107,24 @@ def not_dumpable():
             libc.prctl(4, before, 0, 0, 0)
 
 
+class RemoteTraceback(Exception):
+    """The attack process's traceback, chained to the error it raised (shown by `--debug`)."""
+
+    def __str__(self) -> str:
+        return "\n\n" + str(self.args[0]) if self.args else ""
+
+
+def _child_error(header: dict, name: str) -> BaseException:
+    """The one-line error for the attack process's report; its traceback rides along as the cause."""
+    kind = protocol.text(header.get("type"), 100)
+    if kind == "KeyboardInterrupt":  # Ctrl-C reaches both processes; report it as the CLI does
+        return KeyboardInterrupt()
+    line = protocol.text(header.get("line") or f"the attack '{name}' failed: {kind}: {protocol.text(header.get('message'))}")
+    exc = CHILD_ERRORS.get(kind, AttackError)(line)
+    exc.__cause__ = RemoteTraceback(protocol.text(header.get("traceback", ""), 20000))
+    return exc
+
+
 class AttackProcess:
     """One attack run in its own process. Use as a context manager; `meta()`, then `run()`."""
 
@@ -114,6 +132,7 @@ class AttackProcess:
         self.spec = spec
         self.config = dict(config)
         self.budget = budget
+        self.facts: dict[str, Any] = {}  # what the attack reported about its run (checked by the result schema)
         self._meta: AttackMeta | None = None
         self._proc: subprocess.Popen | None = None
         self._conn: Connection | None = None
@@ -121,6 +140,13 @@ class AttackProcess:
         self._stack = contextlib.ExitStack()
 
     def __enter__(self) -> AttackProcess:
+        try:
+            return self._start()
+        except BaseException:
+            self.__exit__(None, None, None)  # no half-started process, dumpable restored
+            raise
+
+    def _start(self) -> AttackProcess:
         self._stack.enter_context(not_dumpable())
         self._scratch = tempfile.TemporaryDirectory(prefix="reconbench-attack-")
         ours, theirs = socket.socketpair()
@@ -164,11 +190,7 @@ class AttackProcess:
         except protocol.ProtocolError as exc:
             raise AttackError(f"attack '{self._name()}': its process broke the protocol: {exc}") from None
         if header["op"] == "error":
-            kind, message = protocol.text(header.get("type"), 100), protocol.text(header.get("message"))
-            if kind in CHILD_ERRORS:
-                raise CHILD_ERRORS[kind](message)
-            where = protocol.text(header.get("where"), 200)
-            raise AttackError(f"attack '{self._name()}' failed: {kind}: {message}" + (f" (at {where})" if where else ""))
+            raise _child_error(header, self._name())
         return header, arrays
 
     def meta(self) -> AttackMeta:
@@ -206,6 +228,14 @@ class AttackProcess:
                     self._progress(progress, bars, bars_stack, header)
                 elif op == "result" and len(arrays) == 2 and isinstance(header.get("config"), dict):
                     self.config = header["config"]
+                    facts = header.get("facts") or {}
+                    if not (isinstance(facts, dict) and len(facts) <= 32 and all(
+                            isinstance(k, str) and len(k) <= 80 and (v is None or isinstance(v, (bool, int, float)) or
+                                                                    (isinstance(v, str) and len(v) <= 2000))
+                            for k, v in facts.items())):
+                        raise AttackError(f"attack '{self._name()}': its provenance facts must be at most 32 "
+                                          "name -> scalar pairs (names up to 80, texts up to 2000 characters)")
+                    self.facts = facts
                     return arrays[0], arrays[1]
                 else:
                     raise AttackError(f"attack '{self._name()}': unexpected message '{protocol.text(op, 40)}' from its process")

@@ -69,6 +69,11 @@ def load_entry(entry_dir: Path) -> Entry:
         if is_file_attack(attack.code) or attack.name not in ATTACKS:
             raise ReproduceError(f"{folder}: attack '{attack.name}' ({attack.code}) is not registered and the entry signs no "
                                  "attack source (source_sha256), so there is no code to re-run")
+        if ATTACKS[attack.name].version != attack.version:  # the toolkit's code changed since: not the same attack
+            commit = result.payload.provenance.git_commit
+            raise ReproduceError(f"{folder}: attack '{attack.name}' is version {ATTACKS[attack.name].version} in this toolkit, "
+                                 f"the entry ran version {attack.version}; reproduce it with the toolkit it ran with"
+                                 + (f" (commit {commit})" if commit else ""))
         spec = attack.name
     else:
         source = folder / ATTACK_DIR

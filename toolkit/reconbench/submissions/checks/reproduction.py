@@ -64,7 +64,9 @@ def _auto(ctx: Context) -> list[Check]:
         entry = load_entry(ctx.entry_dir)
         with tempfile.TemporaryDirectory() as tmp:
             rec = score_run(entry, rerun(entry, Path(tmp) / "run", device=ctx.device), device=ctx.device)
-    except (ReproduceError, Exception) as exc:  # noqa: BLE001 - the entry's other checks stand
+    except ReproduceError as exc:  # e.g. the registered attack's code changed version since
+        return [Check("reproduction", "not-run", f"not re-run here: {str(exc)[:400]}")]
+    except Exception as exc:  # noqa: BLE001 - the entry's other checks stand
         return [Check("reproduction", "warn", f"re-run here failed: {type(exc).__name__}: {str(exc)[:300]}")]
     line = ", ".join(f"{c.metric} {c.obtained:.4g} (claimed {c.claimed:.4g})" for c in rec.comparisons if c.obtained is not None)
     if rec.verdict != "reproduced":
