@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -102,6 +104,27 @@ def clone_entries(template: Path, root: Path, count: int, keys_dir: Path, *, tea
 
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+@contextmanager
+def local_server(folder: Path) -> Iterator[str]:
+    """An HTTP server for `folder` on 127.0.0.1 (a free port), yielding its URL; the folder may be
+    filled after it starts (the site's URL must be known to build it: instant navigation)."""
+    import functools
+    import http.server
+    import threading
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(folder)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def build_site(submissions: Path, site_dir: Path, *, rescore: bool = True, site_url: str | None = None,

@@ -13,13 +13,10 @@ is downloaded; .ci/run installs the Debian package.
 
 from __future__ import annotations
 
-import functools
-import http.server
-import threading
 
 import pytest
 
-from site_entries import REPO, build_site, evaluate_entry, make_key, submit_entry
+from site_entries import REPO, build_site, evaluate_entry, local_server, make_key, submit_entry
 
 CHROMIUM = "/usr/bin/chromium"
 pytestmark = [
@@ -49,24 +46,11 @@ def site(tmp_path_factory):
         submit_entry(run, subs, team, key, name=f"Team {team}", links=[f"https://example.org/{team}"])
     out = work / "public"
     out.mkdir()
-    handler = functools.partial(_QuietHandler, directory=str(out))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    url = f"http://127.0.0.1:{server.server_address[1]}"
-    # site_url must be where the copy is served: instant navigation matches sitemap URLs by port too
-    proc = build_site(subs, out, rescore=True, site_url=url + "/")
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with local_server(out) as url:
+        # site_url must be where the copy is served: instant navigation matches sitemap URLs by port too
+        proc = build_site(subs, out, rescore=True, site_url=url + "/")
+        assert proc.returncode == 0, proc.stderr[-4000:]
         yield url
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
 
 
 @pytest.fixture

@@ -55,6 +55,8 @@ def memorization(
     seed: int = typer.Option(0),
     epochs: Optional[int] = typer.Option(None, help="override the recipe's epochs (faster, less faithful)"),
     device: str = typer.Option("cpu"),
+    ray: bool = typer.Option(False, "--ray", help="train the K models as Ray tasks (pip install 'reconbench[cluster]')"),
+    address: Optional[str] = typer.Option(None, help="with --ray: an existing Ray cluster (default: local Ray)"),
 ) -> None:
     """Estimate model memorization (SoK Eq. 2) of a track's target, for its track card.
 
@@ -62,12 +64,19 @@ def memorization(
     """
     import numpy as np
 
+    from reconbench.console import rich_task
     from reconbench.models.memorization import track_memorization
-    from reconbench.tracks import get_track
+    from reconbench.sweep.cluster import ClusterError
+    from reconbench.tracks import TrackError, get_track
 
     if models < 2:  # each sample must be inside some models' subsets and outside others'
         fail(f"--models {models}: the estimate needs at least 2 models (Feldman & Zhang use thousands; 20 is the default)")
-    mem = track_memorization(get_track(track), n_models=models, seed=seed, epochs=epochs, device=device)
+    try:
+        with rich_task(f"memorization of {track}: models", models) as advance:
+            mem = track_memorization(get_track(track), n_models=models, seed=seed, epochs=epochs, device=device,
+                                     ray=ray, address=address, on_model=advance)
+    except (ClusterError, TrackError, ValueError) as exc:
+        fail(str(exc))
     if not np.isfinite(mem.model_level):
         fail(f"no sample of '{track}' was both in and out of the {models} models' subsets: use more --models")
     finite = np.isfinite(mem.scores)

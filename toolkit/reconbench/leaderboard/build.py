@@ -4,6 +4,7 @@ Generated docs paths (none of them exist in git):
     leaderboards/index.md, leaderboards/<track>.md      the boards (combined, per track)
     charts.md                                          the Plotly views of every track
     attacks/index.md, attacks/<attack>.md              the attacks and their entries
+    matrix/index.md, matrix/<dataset>-<architecture>.md  the attack x variant matrices (matrix.py)
     entries/<team>/<entry>/index.md, .../gallery.png,   entry pages, galleries and near-copy evidence,
     .../near-copies.png                                each entry's files in a folder of its own
     downloads.md, downloads/*                          JSON, CSV, schema, shields.io badges
@@ -23,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 from markupsafe import Markup
 
-from reconbench.leaderboard import baselines, charts, downloads
+from reconbench.leaderboard import baselines, charts, downloads, matrix, seeds
 from reconbench.leaderboard.reproduction import record_for as reproduction_record
 from reconbench.leaderboard.frame import (
     BOARD_METRICS,
@@ -131,7 +132,8 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
     if not unknown.empty:  # the validator should have failed these; never rank them here
         log.warning("%d entries name tracks outside the registry; not ranked", len(unknown))
         frame.loc[unknown.index, ["trust", "trust_rank"]] = ["failed", 0]
-    board = sort_board(listed(frame))
+    frame["seed_group"] = seeds.group_ids(frame)  # verified (ranked) entries only
+    board = sort_board(seeds.collapse(listed(frame)))  # a seed group is one row: mean ± std
     timings["frame"] = time.perf_counter() - t1
     t_ref = time.perf_counter()
     references = baselines.all_baselines(tracks)  # cached on disk by target-set hash
@@ -143,7 +145,8 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
     pages = Pages()
     files: dict[str, str | bytes] = {}
     nav: dict[str, list[tuple[str, str]]] = {"leaderboards": [("All tracks", "leaderboards/index.md")],
-                                             "attacks": [("All attacks", "attacks/index.md")]}
+                                             "attacks": [("All attacks", "attacks/index.md")],
+                                             "matrix": [("All matrices", "matrix/index.md")]}
 
     # --- boards and charts: one page per track; one memorization chart per family of tracks
     t2 = time.perf_counter()
@@ -155,7 +158,7 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
         members.sort(key=lambda t: t.train_size)
         has_entries = board["track"].isin([t.id for t in members]).any()
         family_refs = [r for t in members for r in references.get(t.id, [])]
-        fig = charts.memorization_figure(frame, members[0], tracks, family_refs) if has_entries else None
+        fig = charts.memorization_figure(board, members[0], tracks, family_refs) if has_entries else None
         memo_by_family[key] = Markup(charts.chart_html(fig, "chart-memo-" + "-".join(filter(None, key))))
     # A planned track (unpublished, no entries) gets no board of its own: they share one page.
     planned = [t for t in tracks if t.status == "unpublished" and not (frame["track"] == t.id).any()]
@@ -213,6 +216,13 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
         pages.page(attack_page(attack["name"]), "attack.md.j2", attack=attack, rows=rows, metrics=board_metrics(rows))
         nav["attacks"].append((attack["name"], attack_page(attack["name"])))
     pages.page("attacks/index.md", "attacks_index.md.j2", attacks=catalogue)
+
+    # --- the attack x variant matrix, one page per dataset and architecture
+    matrices = matrix.matrices(tracks, board, [a["name"] for a in catalogue if a["registered"]])
+    for m in matrices:
+        pages.page(m["page"], "matrix.md.j2", m=m)
+        nav["matrix"].append((f"{m['dataset']} · {m['architecture']}", m["page"]))
+    pages.page("matrix/index.md", "matrix_index.md.j2", matrices=matrices)
 
     # --- entries: page + gallery PNG each
     t3 = time.perf_counter()

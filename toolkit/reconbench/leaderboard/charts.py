@@ -63,6 +63,20 @@ def _fmt(metric: str, row: pd.Series) -> str:
     return text
 
 
+def error_bars(rows: pd.DataFrame, metric: str) -> dict:
+    """Plotly error_y of a trace: the seed groups' std (leaderboard/seeds.py), 0 for single runs."""
+    std = rows[f"{metric}_std"] if f"{metric}_std" in rows else pd.Series(dtype=float)
+    if not std.notna().any():
+        return {}
+    return dict(error_y=dict(type="data", array=[float(v) if pd.notna(v) else 0.0 for v in std], visible=True))
+
+
+def _seeds_text(row: pd.Series, metric: str) -> str:
+    n = row.get("n_seeds")
+    std = row.get(f"{metric}_std")
+    return f" ± {std:.3f} (mean of {int(n)} seeds)" if n is not None and pd.notna(n) and n > 1 and pd.notna(std) else ""
+
+
 def family_key(track) -> tuple[str, str, str]:
     """Tracks that differ only in training-set size: same dataset, architecture and variant
     (a pre-trained, DP or pruned model is another line of the SoK's Table 10, not another x)."""
@@ -124,8 +138,9 @@ def memorization_figure(frame: pd.DataFrame, track, tracks: list, references: li
                 name=_text(attack),
                 legendgroup=_text(attack),
                 visible=metric == first,
-                customdata=[[_text(r["track"]), _fmt(metric, r), _text(r["team_name"]), _text(r["entry_id"])]
-                            for _, r in pts.iterrows()],
+                customdata=[[_text(r["track"]), _fmt(metric, r) + _seeds_text(r, metric), _text(r["team_name"]),
+                             _text(r["entry_id"])] for _, r in pts.iterrows()],
+                **error_bars(pts, metric),
                 hovertemplate=(f"<b>{_text(attack)}</b><br>track %{{customdata[0]}}<br>|D_train| = %{{x}}<br>"
                                f"{LABELS[metric]} %{{customdata[1]}}<br>%{{customdata[2]}}: %{{customdata[3]}}<extra></extra>"),
             ))
@@ -190,9 +205,10 @@ def quality_diversity_figure(frame: pd.DataFrame, title_suffix: str = "", refere
             mode="markers",
             marker=dict(size=10, line=dict(width=1, color="white")),
             name=_text(attack),
-            customdata=[[_text(r["team_name"]), _text(r["entry_id"]), _text(r["trust"]), _text(r["scenario"])]
-                        for _, r in group.iterrows()],
-            hovertemplate=(f"<b>{_text(attack)}</b> (%{{customdata[3]}})<br>{LABELS[metric]} %{{y:.3f}}<br>"
+            customdata=[[_text(r["team_name"]), _text(r["entry_id"]), _text(r["trust"]), _text(r["scenario"]),
+                         _seeds_text(r, metric)] for _, r in group.iterrows()],
+            **error_bars(group, metric),
+            hovertemplate=(f"<b>{_text(attack)}</b> (%{{customdata[3]}})<br>{LABELS[metric]} %{{y:.3f}}%{{customdata[4]}}<br>"
                            "SSIM coverage %{x:.2f}%<br>%{customdata[0]}: %{customdata[1]}<br>trust: %{customdata[2]}"
                            "<extra></extra>"),
         ))

@@ -9,6 +9,7 @@ import math
 
 import pandas as pd
 
+from reconbench.leaderboard import seeds
 from reconbench.leaderboard.frame import LABELS, rank_metric, ranked, safe_slug, sort_board
 from reconbench.metrics import METRICS
 
@@ -24,7 +25,7 @@ EXPORT = [
     "team", "team_name", "entry_id", "trust", "track", "dataset", "architecture", "train_size", "target_size",
     "scenario", "training", "access", "data", "attack", "attack_version", "family", "paper", "code", "registered",
     "date", "toolkit_version", "git_commit", "git_dirty", "seed", "device", "hardware", "command", "wall_seconds",
-    "queries", "count",
+    "queries", "count", "seed_group",
     "position", "held_reason",
     # `<m>`: the verified value (recomputed by CI, or reproduced), the only one that ranks;
     # `<m>_claimed`: what the entry claims, verified or not.
@@ -59,6 +60,7 @@ def leaderboard_json(frame: pd.DataFrame, references: dict | None = None) -> str
                        "the verified value (the only one that ranks), <m>_claimed the claimed one.",
         "metrics": {m: {"direction": info.direction, "level": info.level, "range": info.range} for m, info in METRICS.items()},
         "entries": records(frame),
+        "seed_groups": seeds.export_groups(frame),  # mean, std and per-seed values of each group
         # trivial non-attacks scored like entries (leaderboard/baselines.py): not entries, never ranked
         "references": references or {},
     }

@@ -27,7 +27,7 @@ log = logging.getLogger("mkdocs.hooks.reconbench")  # under "mkdocs": warnings f
 
 PLOTLY_JS = "assets/javascripts/plotly.min.js"
 NAV_SECTIONS = {"leaderboards/index.md": "leaderboards", "attacks/index.md": "attacks",
-                "judgements/index.md": "judgements"}
+                "judgements/index.md": "judgements", "matrix/index.md": "matrix"}
 
 _bundle: SiteBundle | None = None
 

@@ -103,6 +103,9 @@ def metric_cell(row: pd.Series, metric: str) -> str:
         return "n/a"
     cov = row.get(f"{metric}_coverage")
     text = f"{value:.3f}"
+    std = row.get(f"{metric}_std")
+    if std is not None and pd.notna(std):  # a seed group (leaderboard/seeds.py): mean ± std
+        text += f" ± {std:.3f}"
     if cov is not None and pd.notna(cov):
         text += f" ({100 * cov:.2f}%)"
     return text

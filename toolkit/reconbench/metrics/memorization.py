@@ -12,7 +12,9 @@ accuracy on x_i of the models that saw it with that of the models that did not:
 A sample that no model (or every model) saw has no estimate: NaN, left out of the mean (raise
 K; with K models each sample is out of all subsets with probability 0.7^K, in all with 0.3^K).
 The caller supplies training: `train_fn(indices) -> predict_fn`, `predict_fn(indices) ->
-predicted labels` of those samples of D. Subsets come from a seeded numpy Generator.
+predicted labels` of those samples of D. Subsets come from a seeded numpy Generator
+(`draw_subsets`); `from_predictions` takes the models' predictions however they were obtained
+(models/memorization.py trains them on Ray workers as well).
 """
 
 from __future__ import annotations
@@ -33,6 +35,37 @@ class Memorization:
     n_out: np.ndarray  # int (|D|,): models trained without it
 
 
+def draw_subsets(n: int, n_models: int, subset_fraction: float = 0.7, seed: int = 0) -> list[np.ndarray]:
+    """The K training subsets (sorted indices into D), drawn from one seeded numpy Generator."""
+    if not 0.0 < subset_fraction < 1.0:
+        raise ValueError("subset_fraction must be in (0, 1)")
+    size = int(round(subset_fraction * n))
+    rng = np.random.default_rng(seed)
+    return [np.sort(rng.choice(n, size=size, replace=False)) for _ in range(n_models)]
+
+
+def from_predictions(predictions, subsets: list[np.ndarray], labels, *, n_first: int = 1000) -> Memorization:
+    """The estimate from each model's predicted labels of all of D (models trained anywhere, any order)."""
+    y = np.asarray(labels)
+    n = len(y)
+    correct_in = np.zeros(n)
+    correct_out = np.zeros(n)
+    n_in = np.zeros(n, dtype=np.int64)
+    for subset, predicted in zip(subsets, predictions, strict=True):
+        member = np.zeros(n, dtype=bool)
+        member[subset] = True
+        correct = np.asarray(predicted) == y
+        correct_in += correct & member
+        correct_out += correct & ~member
+        n_in += member
+    n_out = len(subsets) - n_in
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scores = correct_in / n_in - correct_out / n_out  # NaN where a side has no model
+    first = scores[: min(n_first, n)]
+    model_level = float(np.nanmean(first)) if np.isfinite(first).any() else float("nan")
+    return Memorization(scores=scores, model_level=model_level, n_in=n_in, n_out=n_out)
+
+
 def estimate_memorization(
     train_fn: TrainFn,
     labels,
@@ -42,27 +75,7 @@ def estimate_memorization(
     seed: int = 0,
     n_first: int = 1000,
 ) -> Memorization:
-    y = np.asarray(labels)
-    n = len(y)
-    if not 0.0 < subset_fraction < 1.0:
-        raise ValueError("subset_fraction must be in (0, 1)")
-    size = int(round(subset_fraction * n))
-    rng = np.random.default_rng(seed)
+    n = len(labels)
     everyone = np.arange(n)
-    correct_in = np.zeros(n)
-    correct_out = np.zeros(n)
-    n_in = np.zeros(n, dtype=np.int64)
-    for _ in range(n_models):
-        subset = np.sort(rng.choice(n, size=size, replace=False))
-        member = np.zeros(n, dtype=bool)
-        member[subset] = True
-        correct = np.asarray(train_fn(subset)(everyone)) == y
-        correct_in += correct & member
-        correct_out += correct & ~member
-        n_in += member
-    n_out = n_models - n_in
-    with np.errstate(invalid="ignore", divide="ignore"):
-        scores = correct_in / n_in - correct_out / n_out  # NaN where a side has no model
-    first = scores[: min(n_first, n)]
-    model_level = float(np.nanmean(first)) if np.isfinite(first).any() else float("nan")
-    return Memorization(scores=scores, model_level=model_level, n_in=n_in, n_out=n_out)
+    subsets = draw_subsets(n, n_models, subset_fraction, seed)
+    return from_predictions((train_fn(subset)(everyone) for subset in subsets), subsets, labels, n_first=n_first)

@@ -1,13 +1,13 @@
 """GRID.toml -> a list of jobs: tracks x attacks x scenarios x seeds at one budget preset.
 
     name = "digits-quick"                  # optional, names the default output folder
-    tracks = ["digits"]
+    tracks = ["digits"]                    # track ids or shell patterns ("cifar10-*-n1000")
     attacks = ["mi-face", "deepinversion"]
     scenarios = "default"                  # "default": the cell `evaluate` picks (the attack's first
                                            # cell the track offers); "all": every cell both offer;
                                            # or a list of cells ("static/white-box/none", ...)
     seeds = [0, 1]
-    budget = "quick"                       # quick | default | paper (attack presets; see run.py)
+    budget = "quick"                       # quick | default | paper: each attack's preset (`evaluate --budget`)
 
     [options."mi-face"]                    # `evaluate --set` overrides, per attack
     iterations = 30
@@ -27,18 +27,21 @@ A job's id is derived from its parameters (not the device), so a rerun finds the
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import itertools
 import json
 import re
 import tomllib
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-BUDGETS = ("quick", "default", "paper")
+from reconbench.attacks.options import BUDGETS
+
 
 
 class GridError(ValueError):
@@ -133,6 +136,40 @@ def read_grid(path: Path) -> GridFile:
         raise GridError(f"{path}: {first_error(exc)}") from None
 
 
+@lru_cache(maxsize=64)
+def attack_meta(spec: str, options: str = "{}", budget: str = "default"):
+    """An attack's declaration (name, scenarios), its `options` (JSON) checked at `budget`.
+
+    A registered attack is our code: its class answers. A user's `file.py:Class` is loaded the way
+    `evaluate` loads it, in its own process (reconbench.isolation), never imported by the sweep,
+    whose process later evaluates and signs (--local) or hands out the signing key's path.
+    """
+    from reconbench.attacks import ATTACKS
+    from reconbench.isolation.parent import AttackProcess
+
+    if spec in ATTACKS:
+        ATTACKS[spec](budget=budget, **json.loads(options))
+        return ATTACKS[spec]
+    with AttackProcess(spec, json.loads(options), budget) as process:
+        return process.meta()
+
+
+def _track_ids(names: list[str], source: Path) -> list[str]:
+    """Track ids, with shell patterns ("cifar10-*") matched against the registry in its order."""
+    from reconbench.tracks import all_tracks
+
+    out = []
+    for name in names:
+        if not any(c in name for c in "*?["):
+            out.append(name)
+            continue
+        matched = [t.id for t in all_tracks() if fnmatch.fnmatchcase(t.id, name)]
+        if not matched:
+            raise GridError(f"{source}: track pattern '{name}' matches no track of the registry")
+        out += matched
+    return list(dict.fromkeys(out))
+
+
 def _cells(track, attack_cls, requested) -> tuple[list[str], int]:
     """(cells to run, cells requested but not applicable) for one track and attack."""
     from reconbench.evaluation import choose_scenario
@@ -150,7 +187,7 @@ def _cells(track, attack_cls, requested) -> tuple[list[str], int]:
 
 def expand(grid: GridFile, *, source: Path, budget: str | None = None) -> Grid:
     """All jobs of the grid (tracks and attacks checked, scenarios resolved), in a stable order."""
-    from reconbench.attacks import AttackError, load_attack
+    from reconbench.attacks import AttackError
     from reconbench.scenario import Scenario
     from reconbench.tracks import TrackError, get_track
 
@@ -169,14 +206,15 @@ def expand(grid: GridFile, *, source: Path, budget: str | None = None) -> Grid:
 
     def product(axes: Axes) -> tuple[list[Job], int]:
         jobs, skipped = [], 0
-        for track_id in axes.tracks or grid.tracks:
+        for track_id in _track_ids(axes.tracks or grid.tracks, source):
             try:
                 track = get_track(track_id)
             except TrackError as exc:
                 raise GridError(f"{source}: {exc}") from None
             for attack in axes.attacks or grid.attacks:
+                options = json.dumps(grid.options.get(attack, {}), sort_keys=True)
                 try:
-                    attack_cls = load_attack(attack)
+                    attack_cls = attack_meta(attack, options, budget or "default")  # options checked now
                 except AttackError as exc:
                     raise GridError(f"{source}: {exc}") from None
                 cells, missing = _cells(track, attack_cls, axes.scenarios or grid.scenarios)

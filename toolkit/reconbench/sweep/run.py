@@ -15,7 +15,6 @@ sweep's: the worker catches it and reports its first line.
 
 from __future__ import annotations
 
-import inspect
 import json
 import time
 import traceback
@@ -37,30 +36,12 @@ def first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
-def job_config(job: Job) -> tuple[dict, dict]:
-    """(config, extra evaluate() keywords) for the job's budget preset and options.
-
-    When evaluate() takes `budget` (the attack-options mechanism), the preset is passed through;
-    before that, an attack class's `presets[budget]` is merged under the grid's options; an attack
-    with neither runs its defaults plus the grid's options (the budget is still part of the job id).
-    """
-    from reconbench.attacks import load_attack
-    from reconbench.evaluation import evaluate
-
-    if job.budget and "budget" in inspect.signature(evaluate).parameters:
-        return dict(job.options), {"budget": job.budget}
-    presets = getattr(load_attack(job.attack), "presets", None) or {}
-    preset = presets.get(job.budget, {}) if job.budget and job.budget != "default" else {}
-    return {**preset, **job.options}, {}
-
-
 def job_command(job: Job, device: str) -> str:
     """The `recon-submit evaluate` line that reruns this job by hand (recorded in provenance)."""
     from reconbench.cli import evaluate_command
 
     sets = [f"{key}={json.dumps(value)}" for key, value in sorted(job.options.items())]
-    command = evaluate_command(job.track, job.attack, job.scenario, job.seed, device, sets)
-    return command + (f" --budget {job.budget}" if job.budget else "")
+    return evaluate_command(job.track, job.attack, job.scenario, job.seed, device, sets, budget=job.budget or "default")
 
 
 def run_job(params: dict, key_path: str, device: str, weights_dir: str | None = None) -> dict:
@@ -72,12 +53,11 @@ def run_job(params: dict, key_path: str, device: str, weights_dir: str | None = 
     job = Job.from_params(params)
     t0 = time.perf_counter()
     try:
-        config, extra = job_config(job)
         with tempfile.TemporaryDirectory(prefix="reconbench-job-") as tmp:
             output = evaluate(
                 track_id=job.track, attack_spec=job.attack, scenario=job.scenario, seed=job.seed, device=device,
-                out=Path(tmp) / "result", key_path=Path(key_path), config=config, command=job_command(job, device),
-                weights_dir=Path(weights_dir) if weights_dir else None, **extra,
+                out=Path(tmp) / "result", key_path=Path(key_path), config=dict(job.options), budget=job.budget or "default",
+                command=job_command(job, device), weights_dir=Path(weights_dir) if weights_dir else None,
             )
             files = {p.name: p.read_bytes() for p in sorted(output.folder.iterdir()) if p.is_file()}
         return {"status": "done", "files": files, "entry_id": output.result.payload.entry_id,
@@ -143,9 +123,9 @@ def done_result(out: Path, job: Job):
 
 
 def _attack_name(spec: str) -> str:
-    from reconbench.attacks import load_attack
+    from reconbench.sweep.grid import attack_meta
 
-    return load_attack(spec).name
+    return attack_meta(spec).name
 
 
 def _store(out: Path, job: Job, reply: dict) -> Outcome:
