@@ -11,10 +11,10 @@ from __future__ import annotations
 import html
 import json
 import re
+from pathlib import Path
 
 import pytest
 
-from cdp import Browser, chromium_available
 from reconbench.evaluation import evaluate
 from reconbench.tracks import all_tracks
 from site_entries import NO_WEIGHTS, build_site, local_server, make_key, submit_entry
@@ -123,15 +123,19 @@ def test_matrix_page_per_zoo_family_and_digits(site):
 
 
 @pytest.mark.browser
-@pytest.mark.skipif(not chromium_available(), reason="needs Debian's chromium at /usr/bin/chromium")
-def test_browser_shows_mean_std_and_error_bars(site, tmp_path):
+@pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="needs Debian's chromium at /usr/bin/chromium")
+def test_browser_shows_mean_std_and_error_bars(site, browser):
+    """Playwright (pytest-playwright's `browser`, launched with /usr/bin/chromium: tests/conftest.py)."""
     _, url = site
-    with Browser(tmp_path / "chromium-profile") as b:
-        b.send("Emulation.setDeviceMetricsOverride", width=1400, height=1000, deviceScaleFactor=1, mobile=False)
-        b.navigate(f"{url}/leaderboards/digits/")
-        text = b.wait_for("(document.querySelector('#board-digits tr[data-seeds=\"3\"]') || {}).textContent")
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        b = context.new_page()
+        b.goto(f"{url}/leaderboards/digits/")
+        b.wait_for_selector('#board-digits tr[data-seeds="3"]', state="attached")
+        text = b.text_content('#board-digits tr[data-seeds="3"]')
         assert re.search(r"\d\.\d{3} ± \d\.\d{3}", text) and "3 seeds" in text
         # Plotly drew error bars (one per point of the trace that carries them) in both charts
-        bars = b.wait_for("document.querySelectorAll('.rb-chart .scatterlayer .errorbar').length")
-        assert bars >= 3
-        assert b.eval("[...document.querySelectorAll('.rb-chart .errorbar path')].some(p => p.getBBox().height > 1)")
+        b.wait_for_function("document.querySelectorAll('.rb-chart .scatterlayer .errorbar').length >= 3")
+        assert b.evaluate("[...document.querySelectorAll('.rb-chart .errorbar path')].some(p => p.getBBox().height > 1)")
+    finally:
+        context.close()
