@@ -29,7 +29,7 @@ from reconbench.attacks.gan.cache import cache_dir
 from reconbench.attacks.gan.training import max_margin
 from reconbench.attacks.plg_mi import top_n_selection
 from reconbench.data.arrays import ArraySet
-from reconbench.knowledge import Knowledge, QueryFunction, build_knowledge
+from reconbench.knowledge import Knowledge, PublicFacts, QueryFunction, build_knowledge
 from reconbench.metrics import score
 from reconbench.scenario import Scenario
 from reconbench.tracks import get_track
@@ -40,7 +40,7 @@ GAN_ATTACKS = ("revealer", "kedmi", "plg-mi")
 # Test budgets, below the "quick" presets: CPU time matters on a shared runner.
 BUDGETS = {
     "revealer": {"gan_epochs": 10, "iterations": 50, "restarts": 1},
-    "kedmi": {"gan_epochs": 10, "iterations": 150},
+    "kedmi": {"gan_epochs": 10, "iterations": 300},
     "plg-mi": {"gan_iterations": 40, "iterations": 40},
 }
 pytestmark = pytest.mark.usefixtures("single_torch_thread")  # small tensors: threads cost more than they gain
@@ -151,7 +151,9 @@ def _face_knowledge(device: str, classes: int = 4, target_size: int = 8) -> Know
     aux = ArraySet(rng.integers(0, 256, (16, 3, 64, 64), dtype=np.uint8), rng.integers(0, classes, 16).astype(np.int64))
     return Knowledge(track_id="celeba-shaped", scenario=SCENARIO, num_classes=classes, input_shape=(3, 64, 64),
                      target_size=target_size, device=torch.device(device),
-                     query=QueryFunction(model, (3, 64, 64), 10_000, torch.device(device)), _model=model, _aux=aux)
+                     query=QueryFunction(model, (3, 64, 64), 10_000, torch.device(device)), _model=model, _aux=aux,
+                     public=PublicFacts(architecture="test-face-cnn", arch_kwargs={}, input_shape=(3, 64, 64),
+                                        num_classes=classes))
 
 
 FACE_BUDGETS = {
