@@ -92,5 +92,7 @@ def test_listing_commands():
 def test_keygen_refuses_overwrite(tmp_path):
     path = tmp_path / "k.pem"
     assert runner.invoke(app, ["keygen", str(path)]).exit_code == 0
+    before = path.read_bytes()
     res = runner.invoke(app, ["keygen", str(path)])
-    assert res.exit_code != 0 and "refusing to overwrite" in res.output
+    # An existing key is never overwritten: keygen shows its public key instead (issue 15, item 6).
+    assert res.exit_code == 0 and "never overwrites" in res.output and path.read_bytes() == before
