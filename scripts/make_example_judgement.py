@@ -21,6 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))  # the scripted server lives with the tests
 
+from judge_helpers import example_entry  # noqa: E402
 from judgeserver import MODEL, JudgeServer, best_policy  # noqa: E402
 
 from reconbench.judge.api import run_study  # noqa: E402
@@ -29,7 +30,7 @@ from reconbench.judge.runner import Options  # noqa: E402
 from reconbench.signing import default_key_path, generate_key  # noqa: E402
 
 TEAM = "reconbench-baselines"
-ENTRIES = ["digits-deepinversion-20261129171830-7df88901", "digits-deepdream-20261129190144-dedb2c0c"]
+ATTACKS = ["deepinversion", "deepdream"]  # their current example entries on digits
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.key.exists():
         _, public = generate_key(args.key)
         print(f"created {args.key}; add its public key {public} to submissions/{TEAM}/team.toml")
-    dirs = [REPO / "submissions" / TEAM / e for e in ENTRIES]
+    dirs = [REPO / "submissions" / TEAM / example_entry(a) for a in ATTACKS]
     options = Options(model=MODEL, targets=args.targets, repeats=5, seed=0, modes=("random", "fixed"))
     with JudgeServer(best_policy) as server, tempfile.TemporaryDirectory() as cache:
         out = run_study(dirs, options, team=TEAM, key_path=args.key, endpoint=Endpoint(base_url=server.base_url, api_key=server.key),

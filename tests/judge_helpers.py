@@ -10,12 +10,32 @@ from reconbench.judge.runner import Options
 
 REPO = Path(__file__).resolve().parents[1]
 TEAM = "reconbench-baselines"
-ENTRIES = {  # static digits entries of the example board (same target set)
-    "deepinversion": "digits-deepinversion-20261129171830-7df88901",
-    "deepdream": "digits-deepdream-20261129190144-dedb2c0c",
-    "inv-alignment": "digits-inv-alignment-20261129190714-d53d0cb3",
-    "mi-face": "digits-mi-face-20261129174924-5fac14f0",
-}
+
+
+def example_entry(attack: str, track: str = "digits") -> str:
+    """The example board's entry id of `attack` on `track` (static cell), found by reading the entries:
+    example entries are re-made from time to time, so their ids are not written down here."""
+    from reconbench.results import parse_result_json
+
+    found = []
+    for result in (REPO / "submissions" / TEAM).glob("*/result.json"):
+        payload = parse_result_json(result).payload
+        if (payload.track, payload.attack.name) == (track, attack) and payload.scenario.startswith("static/") \
+                and payload.surrogate is None:
+            found.append(result.parent.name)
+    found.sort()
+    if not found:
+        raise LookupError(f"no example entry of {attack} on {track} under submissions/{TEAM}")
+    return found[-1]
+
+
+class _Entries(dict):
+    def __missing__(self, attack: str) -> str:  # static digits entries of the example board (same target set)
+        self[attack] = example_entry(attack)
+        return self[attack]
+
+
+ENTRIES = _Entries()
 
 
 def make_board(tmp: Path, public_key: str, names: list[str]) -> tuple[Path, list[Path]]:
@@ -25,9 +45,11 @@ def make_board(tmp: Path, public_key: str, names: list[str]) -> tuple[Path, list
     team.mkdir(parents=True)
     import tomllib
 
-    keys = tomllib.loads((REPO / "submissions" / TEAM / "team.toml").read_text())["keys"] + [public_key]
-    listed = ", ".join(f'"{k}"' for k in keys)  # the entries' own signing key stays valid
-    (team / "team.toml").write_text(f'name = "ReconBench baselines"\nlinks = []\nkeys = [{listed}]\n', encoding="utf-8")
+    import tomli_w
+
+    data = tomllib.loads((REPO / "submissions" / TEAM / "team.toml").read_text())
+    data["keys"] = data["keys"] + [public_key]  # the entries' own (dated) signing keys stay valid
+    (team / "team.toml").write_text(tomli_w.dumps(data), encoding="utf-8")
     dirs = []
     for name in names:
         dst = team / ENTRIES[name]
