@@ -1,6 +1,7 @@
 """The attack x variant matrix: one page per dataset and architecture (the SoK's Tables 2 and 10).
 
-Rows are attacks (every registered one, then any other attack with entries there); columns are
+Rows are the registered attacks (an unregistered attack's name appears only on its entries' pages,
+so its rows stay on the boards, labelled as the team's own attack); columns are
 that dataset's and architecture's tracks: the plain models by training-set size, then each
 variant (pre-trained, BN-frozen, bottlenecks, DP, pruning, backdoor) by size. A cell holds the best
 verified board row of that attack on that track (a seed group counts with its mean) by the
@@ -40,7 +41,8 @@ def matrices(tracks: list, board: pd.DataFrame, attacks: list[str]) -> list[dict
         members.sort(key=lambda t: (_variant_rank(t.variant or ""), t.variant or "", t.train_size))
         ids = [t.id for t in members]
         rows_here = ranked(board[board["track"].isin(ids)])  # held and failed entries never fill a cell
-        names = list(attacks) + sorted(set(rows_here["attack"].dropna()) - set(attacks))
+        rows_here = rows_here[rows_here["attack"].isin(attacks)]
+        names = list(attacks)
         groups: list[dict] = []
         for t in members:
             variant = t.variant or ""
