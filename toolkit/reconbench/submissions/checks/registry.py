@@ -39,6 +39,14 @@ def _attack_problem(ctx: Context, scenario: Scenario) -> str | None:
                 f"'{attack.code}': a user's own attack needs a name of its own")
     if attack.family != cls.family:
         return f"attack '{attack.name}' is of family '{cls.family}', the entry says '{attack.family}'"
+    surrogate = ctx.result.payload.surrogate
+    if surrogate is not None:  # a white-box attack run on a model stolen through the black-box cell
+        view = Scenario.parse(surrogate.attack_view)
+        if scenario.training != "static" or scenario.access != "black-box":
+            return f"a surrogate entry records the black-box cell it stole through, not {scenario}"
+        if view != Scenario(training=scenario.training, access="white-box", data=scenario.data):
+            return f"the surrogate's view {view} is not the white-box twin of the recorded cell {scenario}"
+        scenario = view
     try:
         check_attack_fits(attack.name, cls.scenarios, scenario)
     except KnowledgeError as exc:
