@@ -1,5 +1,5 @@
-"""Where the toolkit caches what it can rebuild, importable from the attack's process too (the
-metrics package, whose weights.cache_root says the same, is blocked there)."""
+"""Where the toolkit caches what it can rebuild: one root for weights, features and GAN priors,
+importable from the attack's process too (the metrics package is blocked there)."""
 
 from __future__ import annotations
 

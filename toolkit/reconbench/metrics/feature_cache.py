@@ -7,7 +7,7 @@ weights can never be served for the real network. Files are safetensors (no pick
 go through a temporary file and an atomic rename; a file that fails to load or does not match
 is recomputed and overwritten.
 
-Location: $RECONBENCH_CACHE/features, default ~/.cache/reconbench/features (weights.cache_root).
+Location: $RECONBENCH_CACHE/features, default ~/.cache/reconbench/features (reconbench.cache.cache_root).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from safetensors.torch import load_file, save_file
 
 
 def default_cache_dir() -> Path:
-    from .weights import cache_root
+    from reconbench.cache import cache_root
 
     return cache_root() / "features"
 

@@ -29,6 +29,7 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file
 
+from reconbench.cache import cache_root
 from reconbench.io import sha256_file
 
 FETCH_COMMAND = "recon-submit weights fetch"
@@ -84,14 +85,6 @@ def all_pinned() -> list[WeightSpec]:
 def cache_key() -> str:
     """A key naming exactly the pinned files (the CI cache of the converted weights uses it)."""
     return "reconbench-weights-" + "-".join(f"{s.key}-{s.sha256[:16]}" for s in all_pinned())
-
-
-def cache_root() -> Path:
-    root = os.environ.get("RECONBENCH_CACHE")
-    if root:
-        return Path(root)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "reconbench"
 
 
 def weights_cache_dir() -> Path:
