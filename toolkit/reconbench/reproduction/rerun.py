@@ -135,7 +135,8 @@ def score_run(entry: Entry, run_dir: Path, *, device: str = "cpu", weights_dir: 
     if target.sha256 != p.target.target_set_sha256:
         raise ReproduceError(f"{entry.folder}: the entry was scored against target set {p.target.target_set_sha256[:12]}…, "
                              f"track '{track.id}' now pins {target.sha256[:12]}…")
-    report = score(images, labels, target.images, target.labels, device=device, weights_dir=weights_dir)
+    # track: its pinned evaluation classifier scores acc_top1/acc_top5/knn_dist, as evaluate and validate do
+    report = score(images, labels, target.images, target.labels, device=device, weights_dir=weights_dir, track=track)
     comparisons = [_compare(name, claim, report.metrics.get(name)) for name, claim in sorted(p.metrics.items())
                    if claim.status == "computed"]
     compared = [c for c in comparisons if c.within is not None]
