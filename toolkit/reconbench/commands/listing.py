@@ -39,3 +39,15 @@ def print_tracks(status: str | None = None, include_planned: bool = False) -> No
     console.print(escape(legend), soft_wrap=True, highlight=False)
     if not include_planned and status is None and counts.get("unpublished"):
         console.print(f"{counts['unpublished']} planned tracks not shown: recon-submit tracks --all", highlight=False)
+
+
+def print_text_metrics() -> None:
+    """The text metrics (SoK App. B) below the image table of `recon-submit metrics`."""
+    from reconbench.text.metrics import TEXT_METRICS
+
+    table = Table(title="text metrics (each reconstruction against its own target)")
+    for col in ("name", "dir", "range", "definition"):
+        table.add_column(col)
+    for name, m in TEXT_METRICS.items():
+        table.add_row(*map(escape, (name, m.direction, m.range, m.definition)))
+    console.print(table)
