@@ -39,3 +39,27 @@ def print_tracks(status: str | None = None, include_planned: bool = False) -> No
     console.print(escape(legend), soft_wrap=True, highlight=False)
     if not include_planned and status is None and counts.get("unpublished"):
         console.print(f"{counts['unpublished']} planned tracks not shown: recon-submit tracks --all", highlight=False)
+    print_text_tracks(status, include_planned)
+
+
+def print_text_tracks(status: str | None, include_planned: bool) -> None:
+    """The text tracks (registry/text_tracks.json) in a table of their own: two targets, no classes."""
+    from reconbench.text.tracks import all_text_tracks
+
+    tracks = all_text_tracks()
+    if not tracks:
+        return
+    shown = [t for t in tracks if (t.status == status if status else include_planned or t.status != "unpublished")]
+    table = Table(title=f"text tracks ({len(shown)} of {len(tracks)} shown)")
+    table.add_column("id", no_wrap=True, overflow="fold")
+    for col in ("status", "dataset", "|D_tar|", "targets (generator / embedder)", "scenarios"):
+        table.add_column(col)
+    for t in shown:
+        state = "planned: not runnable yet" if t.status == "unpublished" else t.status
+        targets = " / ".join(m.architecture if m else "-" for m in (t.generator, t.embedder))
+        table.add_row(*map(escape, (t.id, state, t.dataset, str(t.train_size), targets, "\n".join(t.scenarios))))
+    if shown:
+        console.print(table, crop=False)
+    planned = sum(t.status == "unpublished" for t in tracks)
+    if not include_planned and status is None and planned:
+        console.print(f"{planned} planned text tracks not shown: recon-submit tracks --all", highlight=False)

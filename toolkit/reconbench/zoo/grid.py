@@ -129,18 +129,9 @@ def regenerated(current: dict | None) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    from reconbench.zoo.registry_file import dump_registry, read_registry_file, write_registry_file
+    from reconbench.zoo.registry_file import regenerate_file
 
-    path = zoo_registry_path()
-    current = read_registry_file(path) if path.exists() else None
-    new = regenerated(current)
-    if "--check" in argv:
-        ok = current is not None and dump_registry(current) == dump_registry(new)
-        print(f"{path}: {'up to date' if ok else 'out of date: run python -m reconbench.zoo.grid'}")
-        return 0 if ok else 1
-    write_registry_file(path, new)
-    print(f"{path}: {len(new['tracks'])} tracks")
-    return 0
+    return regenerate_file(zoo_registry_path(), regenerated, check="--check" in argv, module="reconbench.zoo.grid")
 
 
 if __name__ == "__main__":
