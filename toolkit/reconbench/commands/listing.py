@@ -63,3 +63,15 @@ def print_text_tracks(status: str | None, include_planned: bool) -> None:
     planned = sum(t.status == "unpublished" for t in tracks)
     if not include_planned and status is None and planned:
         console.print(f"{planned} planned text tracks not shown: recon-submit tracks --all", highlight=False)
+
+
+def print_text_metrics() -> None:
+    """The text metrics (SoK App. B) below the image table of `recon-submit metrics`."""
+    from reconbench.text.metrics import TEXT_METRICS
+
+    table = Table(title="text metrics (each reconstruction against its own target)")
+    for col in ("name", "dir", "range", "definition"):
+        table.add_column(col)
+    for name, m in TEXT_METRICS.items():
+        table.add_row(*map(escape, (name, m.direction, m.range, m.definition)))
+    console.print(table)
