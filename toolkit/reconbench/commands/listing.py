@@ -26,14 +26,14 @@ def print_tracks(status: str | None = None, include_planned: bool = False) -> No
     shown = [t for t in tracks if (t.status == status if status else include_planned or t.status != "unpublished")]
     table = Table(title=f"tracks ({len(shown)} of {len(tracks)} shown)")
     table.add_column("id", no_wrap=True, overflow="fold")
-    for col in ("status", "dataset", "architecture", "|D_tar|", "accuracy train/test", "scenarios"):
+    for col in ("status", "dataset", "architecture", "|D_tar|", "accuracy train/test", "query budget", "scenarios"):
         table.add_column(col)
     for t in shown:
         acc = f"{t.train_accuracy:.3f} / {t.test_accuracy:.3f}" if t.train_accuracy is not None else "-"
         size = f"{t.train_size}" + (f" (update {t.update_size})" if t.update_size else "")
         arch = t.architecture + (f" [{t.variant}]" if t.variant else "")
         state = "planned: not runnable yet" if t.status == "unpublished" else t.status
-        table.add_row(*map(escape, (t.id, state, t.dataset, arch, size, acc, "\n".join(t.scenarios))))
+        table.add_row(*map(escape, (t.id, state, t.dataset, arch, size, acc, f"{t.query_budget:,}", "\n".join(t.scenarios))))
     console.print(table, crop=False)
     legend = "; ".join(f"{name} ({counts.get(name, 0)}): {text}" for name, text in STATUSES.items())
     console.print(escape(legend), soft_wrap=True, highlight=False)
