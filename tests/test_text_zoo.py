@@ -22,7 +22,8 @@ from reconbench.text.finetune import TextOverrides, train_text_track
 from reconbench.text.grid import TEXT_DATASETS, TextDatasetSpec
 from reconbench.text.gtr import load_gtr_folder
 from reconbench.text.tracks import TEXT_REGISTRY_ENV, get_text_track
-from reconbench.text.zoo import load_prepared_split, prepare_text_dataset, publish_text_track
+from reconbench.text.publish import publish_text_track
+from reconbench.text.zoo import load_prepared_split, prepare_text_dataset
 from reconbench.tracks import TrackError
 from reconbench.zoo import ZooError
 from text_standins import gpt2_base_folder, gtr_base_folder, toy_texts, write_parquet_dataset
@@ -136,6 +137,19 @@ def test_publish_pins_both_repos_and_keeps_other_rows(published, built, hub_serv
     meta = yaml.safe_load(card.read_text().split("---\n")[1])
     assert meta["reconbench"]["data_revision"] == src.data_revision and meta["datasets"] == [DATA_REPO]
     assert meta["reconbench"]["embedder"]["base"]["revision"] == config["embedder"]["base"]["revision"]
+    res = runner.invoke(app, ["tracks"], env={"COLUMNS": "250"})
+    assert res.exit_code == 0 and "toy-n16" in res.output and "published" in res.output
+
+
+def test_text_commands_dispatch_and_refuse_image_only_options(built, tmp_path):
+    res = runner.invoke(app, ["data", "prepare", "toy", "--source", str(built["src"]), "--out", str(tmp_path / "d")])
+    assert res.exit_code == 0, res.output
+    assert "target-n16" in res.output and "16 texts" in res.output
+    assert (tmp_path / "d/aux.jsonl").read_bytes() == (built["data"] / "aux.jsonl").read_bytes()
+    res = runner.invoke(app, ["targets", "train", TRACK, "--data", str(tmp_path / "d"), "--width-div", "4"])
+    assert res.exit_code == 1 and "for image tracks only" in res.output
+    res = runner.invoke(app, ["targets", "train", "toy-n12", "--data", str(tmp_path / "d")])
+    assert res.exit_code == 1 and "not a zoo track id" in res.output.replace("\n", "")
 
 
 def test_load_from_clean_cache_fetches_only_what_is_asked_then_runs_offline(published, built, hub_server, monkeypatch):

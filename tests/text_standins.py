@@ -71,7 +71,11 @@ def gpt2_base_folder(folder: Path, texts: list[str]) -> Path:
     config = GPT2Config(vocab_size=tok.get_vocab_size(), n_positions=64, n_embd=32, n_layer=2, n_head=2,
                         bos_token_id=tok.token_to_id("<|endoftext|>"), eos_token_id=tok.token_to_id("<|endoftext|>"))
     model = GPT2LMHeadModel(config)
-    state = {k: v.contiguous() for k, v in model.state_dict().items() if k != "lm_head.weight"}  # tied, as gpt2 ships
+    # as openai-community/gpt2 ships it: GPT2Model's names (no "transformer."), no tied lm_head, and the
+    # old causal-mask buffers h.<i>.attn.bias that newer transformers no longer keep in the state dict
+    state = {k.removeprefix("transformer."): v.contiguous() for k, v in model.state_dict().items() if k != "lm_head.weight"}
+    for i in range(config.n_layer):
+        state[f"h.{i}.attn.bias"] = torch.tril(torch.ones(64, 64)).view(1, 1, 64, 64)
     save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
     d = config.to_diff_dict()
     d.pop("transformers_version", None)

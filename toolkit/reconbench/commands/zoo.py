@@ -131,7 +131,7 @@ def register(app: typer.Typer) -> None:
         """
         from reconbench.text.grid import is_text_zoo_track, parse_text_track_id
         from reconbench.text.tracks import text_registry_path
-        from reconbench.text.zoo import publish_text_track
+        from reconbench.text.publish import publish_text_track
         from reconbench.zoo.grid import parse_track_id, zoo_registry_path
         from reconbench.zoo.publish import publish_track
 

@@ -11,7 +11,9 @@ the convention of the lee-news generator (reconbench.text.lm). Weights come from
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from reconbench.io import atomic_path
 from reconbench.tracks import TrackError
@@ -19,6 +21,15 @@ from reconbench.tracks import TrackError
 EOS = "<|endoftext|>"
 WEIGHTS, CONFIG, TOKENIZER = "model.safetensors", "config.json", "tokenizer.json"
 TIED = "lm_head.weight"
+
+
+@dataclass
+class LanguageModel:
+    """A causal LM in eval mode and its tokenizer (a PreTrainedTokenizerFast with pad/eos set)."""
+
+    model: Any
+    tokenizer: Any
+    device: str = "cpu"
 
 
 def gpt2_tokenizer(path: Path):

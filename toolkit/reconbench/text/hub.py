@@ -91,8 +91,7 @@ def role_folder(track: TextTrack, role: Role) -> Path:
 
 def load_hub_generator(track: TextTrack, device: str = "cpu"):
     """The track's fine-tuned GPT-2 as text.files.LanguageModel."""
-    from reconbench.text.files import LanguageModel
-    from reconbench.text.gpt2 import load_gpt2_folder
+    from reconbench.text.gpt2 import LanguageModel, load_gpt2_folder
 
     if track.model("generator").architecture != "gpt2":
         raise TrackError(f"text track '{track.id}': a Hub generator must be gpt2")
