@@ -201,6 +201,14 @@ def test_forged_registry_pins_are_refused(published, hub_server):
         files.load_generator(track)
     with pytest.raises(TrackError, match="bad embedder file name"):
         files.load_embedder(track)
+    del row["source"]["files"]["aux.jsonl"]
+    row["source"]["model_revision"] = "main"  # a moving branch is not a pin
+    published.write_text(json.dumps(doc))
+    track = get_text_track(TRACK)
+    with pytest.raises(TrackError, match="pins no sha256 for 'aux.jsonl'"):
+        files.load_text_splits(track, ["aux"])
+    with pytest.raises(HubError, match="revision must be a full 40-hex commit sha"):
+        files.load_generator(track)
 
 
 def test_publish_refuses_what_it_cannot_vouch_for(built, hub_server, tmp_path, monkeypatch):
