@@ -137,6 +137,10 @@ def test_publish_pins_both_repos_and_keeps_other_rows(published, built, hub_serv
     meta = yaml.safe_load(card.read_text().split("---\n")[1])
     assert meta["reconbench"]["data_revision"] == src.data_revision and meta["datasets"] == [DATA_REPO]
     assert meta["reconbench"]["embedder"]["base"]["revision"] == config["embedder"]["base"]["revision"]
+    dfiles = hub_server.store.files("dataset", DATA_REPO, src.data_revision)
+    assert {"manifest.json", "target-n8.jsonl", "target-n16.jsonl", "aux.jsonl", "test.jsonl"} <= set(dfiles)
+    dcard = hub_server.store.blob("dataset", DATA_REPO, dfiles["README.md"]).read_text()
+    assert f"`{TOY.repo}` @ `{built['manifest']['source']['revision']}`" in dcard
     res = runner.invoke(app, ["tracks"], env={"COLUMNS": "250"})
     assert res.exit_code == 0 and "toy-n16" in res.output and "published" in res.output
 
