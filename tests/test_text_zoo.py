@@ -137,6 +137,10 @@ def test_publish_pins_both_repos_and_keeps_other_rows(published, built, hub_serv
     meta = yaml.safe_load(card.read_text().split("---\n")[1])
     assert meta["reconbench"]["data_revision"] == src.data_revision and meta["datasets"] == [DATA_REPO]
     assert meta["reconbench"]["embedder"]["base"]["revision"] == config["embedder"]["base"]["revision"]
+    dfiles = hub_server.store.files("dataset", DATA_REPO, src.data_revision)
+    assert {"manifest.json", "target-n8.jsonl", "target-n16.jsonl", "aux.jsonl", "test.jsonl"} <= set(dfiles)
+    dcard = hub_server.store.blob("dataset", DATA_REPO, dfiles["README.md"]).read_text()
+    assert f"`{TOY.repo}` @ `{built['manifest']['source']['revision']}`" in dcard
     res = runner.invoke(app, ["tracks"], env={"COLUMNS": "250"})
     assert res.exit_code == 0 and "toy-n16" in res.output and "published" in res.output
 
@@ -201,6 +205,14 @@ def test_forged_registry_pins_are_refused(published, hub_server):
         files.load_generator(track)
     with pytest.raises(TrackError, match="bad embedder file name"):
         files.load_embedder(track)
+    del row["source"]["files"]["aux.jsonl"]
+    row["source"]["model_revision"] = "main"  # a moving branch is not a pin
+    published.write_text(json.dumps(doc))
+    track = get_text_track(TRACK)
+    with pytest.raises(TrackError, match="pins no sha256 for 'aux.jsonl'"):
+        files.load_text_splits(track, ["aux"])
+    with pytest.raises(HubError, match="revision must be a full 40-hex commit sha"):
+        files.load_generator(track)
 
 
 def test_publish_refuses_what_it_cannot_vouch_for(built, hub_server, tmp_path, monkeypatch):

@@ -44,8 +44,9 @@ def text_dataset_card(manifest: dict, *, repo_id: str) -> str:
                            "source": src, "column": manifest["column"], "recipe": manifest["recipe"]}}
     rows = "".join(f"| `{e['file']}` | {e['count']:,} | `{e['sha256']}` |\n" for _, e in sorted(manifest["splits"].items()))
     return (_front_matter(meta) + f"\n# {repo_id}: {manifest['title']}\n\n"
-            f"The splits of one ReconBench text dataset, cut deterministically from column `{manifest['column']}` of "
-            f"`{src['repo']}` @ `{src['revision']}` by `{manifest['recipe']}` (see `manifest.json`). Target sets of "
+            + f"The splits of one ReconBench text dataset, cut deterministically from column `{manifest['column']}` of "
+            + (f"`{src['repo']}` @ `{src['revision']}`" if src["revision"] else f"a local copy of `{src['repo']}`")
+            + f" by `{manifest['recipe']}` (see `manifest.json`; it lists the source files' sha256). Target sets of "
             f"the sizes {manifest['sizes']} are nested; target, aux and test share no text. Each file is JSON Lines, "
             "one `{\"id\", \"text\"}` object per line.\n\n| file | texts | sha256 |\n|---|---|---|\n" + rows
             + f"\n## Licence\n\n{manifest['licence']}.\n")
