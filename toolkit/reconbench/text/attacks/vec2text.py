@@ -70,7 +70,7 @@ class Vec2Text(TextAttack):
         sequence_beam_width: int = Field(4, ge=0, description="candidates per step, best by cosine kept (paper: 8; 0 = greedy)")
 
     presets = {
-        "quick": {"d_model": 64, "vocab_size": 2048, "num_repeat_tokens": 4, "max_length": 32, "aux_limit": 400,
+        "quick": {"d_model": 64, "vocab_size": 1024, "num_repeat_tokens": 4, "max_length": 32, "aux_limit": 400,
                   "batch_size": 16, "lr": 3e-3, "warmup_steps": 50, "inversion_epochs": 30, "corrector_epochs": 5,
                   "correction_steps": 1, "sequence_beam_width": 2},
         # vec2text run_args defaults (t5-base, batch 128, lr 2e-5, 30 epochs, 128 tokens; warmup 4000 at batch 32 =
