@@ -1,6 +1,6 @@
 """Complete and Vec2Text (SoK App. B) and their knowledge views (reconbench.text.knowledge).
 
-Stand-ins (tests/text_standins.py): the lee-news track's sentences, a tiny GPT-2 that has memorised
+Stand-ins (tests/text_attack_standins.py): the lee-news track's sentences, a tiny GPT-2 that has memorised
 30 of its target texts, and the base all-MiniLM-L6-v2 (reconbench.text.minilm) as the target embedder. Each model is built once per session.
 """
 
@@ -18,7 +18,7 @@ from reconbench.scenario import Scenario
 from reconbench.text.attacks import TEXT_ATTACKS, TextReconstruction, enforce_one_per_id, load_text_attack
 from reconbench.text.items import TextItem
 from reconbench.text.knowledge import prompt_of, text_knowledge_from
-from text_standins import splits, tiny_gpt2
+from text_attack_standins import splits, tiny_gpt2
 
 BLACK_NONE, WHITE_NONE, BLACK_SAME = (Scenario.parse(s) for s in ("static/black-box/none", "static/white-box/none", "static/black-box/same"))
 
