@@ -1,5 +1,5 @@
 """Small stand-ins for the text tests: the lee-news track's sentences (reconbench.text.corpus), a tiny
-GPT-2 trained for seconds on a few dozen of its target texts, (the embedder stand-in is the base MiniLM,
+GPT-2 trained for seconds on a few dozen of its target texts (the embedder stand-in is the base MiniLM,
 reconbench.text.minilm).
 
 The track's own generator takes minutes to train: a test that must train a generator on a known
@@ -7,11 +7,9 @@ target set in seconds uses this one."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 import torch
 
+from reconbench.text.files import LanguageModel
 from reconbench.text.items import TextSet
 
 
@@ -22,12 +20,6 @@ def splits(n_target: int, n_test: int, n_aux: int) -> dict[str, TextSet]:
     full = lee_splits()
     sizes = {"target": n_target, "test": n_test, "aux": n_aux}
     return {k: TextSet(k, full[k].items[:n]) for k, n in sizes.items()}
-
-
-@dataclass
-class LanguageModel:
-    model: Any
-    tokenizer: Any
 
 
 def tiny_gpt2(train: list[str], vocab_texts: list[str], *, epochs: int = 60, seed: int = 0) -> LanguageModel:
