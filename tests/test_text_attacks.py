@@ -71,8 +71,8 @@ def complete_runs(sets, generator):
 def test_complete_recovers_more_of_the_target_split_than_of_the_test_split(sets, complete_runs):
     got = {part: scores([i.text for i in rec.items], sets[part].texts) for part, (_, rec) in complete_runs.items()}
     print("complete", got)
-    # Measured (seed 0, 40 epochs): target bleu ~0.7, rouge_l ~0.85, exact ~0.4; test bleu ~0.07,
-    # rouge_l ~0.25, exact 0. The margins asserted are about half of those gaps.
+    # Measured (seed 0, 40 epochs): target bleu 0.64, rouge_l 0.84, similarity 0.89, exact 0.27; test
+    # bleu 0.05, rouge_l 0.23, similarity 0.22, exact 0. The margins asserted are about half those gaps.
     assert got["target"]["bleu"] > got["test"]["bleu"] + 0.3, got
     assert got["target"]["rouge_l"] > got["test"]["rouge_l"] + 0.3, got
     assert got["target"]["exact_match"] >= 0.15 and got["test"]["exact_match"] == 0.0, got
@@ -95,9 +95,11 @@ def test_vec2text_beats_a_random_aux_sentence(sets, embedder, vec2text_run):
     baseline = scores([rng.choice(sets["aux"].texts) for _ in refs], refs)
     got = scores([i.text for i in rec.items], refs)
     print("vec2text", got, "random aux", baseline)
-    # Measured: see the report; the margins below are what the quick preset clears with room.
-    assert got["similarity"] > baseline["similarity"] + 0.02, (got, baseline)
-    assert got["rouge_l"] > baseline["rouge_l"] + 0.01, (got, baseline)
+    # Measured (seed 0, quick preset, 300 aux texts): similarity 0.112 vs 0.050, rouge_l 0.090 vs 0.073.
+    # BLEU is not asserted: both are near zero (0.0026 vs 0.0032); a tiny T5 trained from scratch on 300
+    # sentences recovers topic words (similarity), not the 4-gram runs BLEU rewards.
+    assert got["similarity"] > baseline["similarity"] + 0.03, (got, baseline)
+    assert got["rouge_l"] > baseline["rouge_l"] + 0.008, (got, baseline)
     # Counted: aux embeddings, aux hypotheses, first target hypotheses, then beam candidates per step.
     assert view.queries == rec.provenance["queries"] >= len(sets["aux"]) + len(refs)
 

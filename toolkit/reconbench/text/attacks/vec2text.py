@@ -58,15 +58,15 @@ class Vec2Text(TextAttack):
         dropout: float = Field(0.1, ge=0, lt=1, description="T5's dropout_rate (transformers' T5Config default)")
         vocab_size: int = Field(4096, ge=300, description="BPE vocabulary trained on aux (scratch)")
         num_repeat_tokens: int = Field(16, ge=1, description="pseudo-tokens per embedding (vec2text run_args default 16)")
-        max_length: int = Field(64, ge=4, description="tokens per text, eos included (vec2text: max_seq_length 128; paper §5: 32)")
+        max_length: int = Field(48, ge=4, description="tokens per text, eos included (vec2text: max_seq_length 128; paper §5: 32)")
         aux_limit: int = Field(0, ge=0, description="train on the first N aux texts (0 = all)")
         batch_size: int = Field(32, ge=1, description="training batch (vec2text run_args: 128)")
         # vec2text's lr 2e-5 (run_args default) fine-tunes a pretrained T5; a T5 from scratch needs more.
-        lr: float = Field(1e-3, gt=0, description="AdamW learning rate (scratch: 1e-3; vec2text fine-tuning t5-base: 2e-5)")
+        lr: float = Field(2e-3, gt=0, description="AdamW learning rate (scratch: 2e-3; vec2text fine-tuning t5-base: 2e-5)")
         warmup_steps: int = Field(100, ge=0, description="linear warmup steps (vec2text: 4000 at batch 32)")
-        inversion_epochs: int = Field(40, ge=1, description="inversion-model epochs over aux")
-        corrector_epochs: int = Field(20, ge=0, description="corrector epochs over aux hypotheses (0: no corrector)")
-        correction_steps: int = Field(5, ge=0, description="corrector steps at inversion time (Morris et al. Table 1: up to 50)")
+        inversion_epochs: int = Field(20, ge=1, description="inversion-model epochs over aux")
+        corrector_epochs: int = Field(5, ge=0, description="corrector epochs over aux hypotheses (0: no corrector)")
+        correction_steps: int = Field(3, ge=0, description="corrector steps at inversion time (Morris et al. Table 1: up to 50)")
         sequence_beam_width: int = Field(4, ge=0, description="candidates per step, best by cosine kept (paper: 8; 0 = greedy)")
 
     presets = {
