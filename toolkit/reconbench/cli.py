@@ -94,13 +94,13 @@ def evaluate(
     from reconbench.metrics import METRICS
 
     for name, result in payload.metrics.items():
-        arrow = METRICS[name].direction if name in METRICS else ""
+        arrow = METRICS[name].direction if name in METRICS else "↑"  # the text metrics are all ↑
         shown = result.format() if result.status == "computed" else (result.note or "not computed")
         table.add_row(escape(f"{name} {arrow}"), escape(shown))
     console.print(table)
     console.print(f"wall time: {payload.provenance.wall_seconds:.1f} s on {payload.provenance.device}")
     console.print(f"signed result:   {escape(output.folder / 'result.json')}")
-    console.print(f"reconstructions: {escape(output.folder / 'reconstructions.safetensors')}")
+    console.print(f"reconstructions: {escape(output.folder / payload.reconstructions.file)}")
 
 
 @app.command()
@@ -143,12 +143,12 @@ def verify(result: Path = typer.Argument(..., help="result folder or its result.
     Example: recon-submit verify recon-results/ENTRY
     """
     from reconbench.errors import UserError
-    from reconbench.results import verify_result_dir
+    from reconbench.text.results import verify_any_result_dir
 
-    if result.suffix == ".safetensors":
+    if result.suffix in (".safetensors", ".jsonl"):
         raise UserError(f"{result}: pass the result folder (or its result.json), not the reconstructions file: "
                         f"recon-submit verify {result.parent}")
-    parsed = verify_result_dir(result)
+    parsed = verify_any_result_dir(result)
     console.print(f"OK: {escape(parsed.payload.entry_id)} signed by key {parsed.signature.key_id}; reconstructions match their sha256")
 
 
@@ -191,7 +191,7 @@ def attacks(name: Optional[str] = typer.Argument(None, help="an attack: show its
 
 @app.command()
 def metrics() -> None:
-    """List every metric with its formula, range and direction.
+    """List every metric (image and text) with its formula, range and direction.
 
     Example: recon-submit metrics
     """
@@ -206,6 +206,9 @@ def metrics() -> None:
     for m in METRICS.values():  # what to know beside the number (the SSIM convention, the accuracy caveat)
         if m.caveat:
             console.print(f"[bold]{escape(m.name)}[/]: {escape(m.caveat)}")
+    from reconbench.commands.listing import print_text_metrics
+
+    print_text_metrics()
 
 
 @app.command()

@@ -23,6 +23,7 @@ USER_ERROR_CLASSES: dict[str, tuple[str, ...]] = {
     "reconbench.submissions.submit": ("SubmitError",),
     "reconbench.submissions.team": ("TeamError",),
     "reconbench.submissions.layout": ("LayoutError",),
+    "reconbench.text.jsonl": ("TextFileError",),
 }
 
 

@@ -64,7 +64,7 @@ def _absent(value: object) -> bool:
 class AttackInfo(Strict):
     name: Slug
     version: Annotated[str, StringConstraints(max_length=40)]
-    family: Literal["optimization", "training", "analysis"]
+    family: Literal["optimization", "training", "analysis", "extraction"]  # extraction: text Complete (SoK App. B)
     paper: ShortText
     code: ShortText = Field(description="module:Class of the attack, or file.py:Class for a user's own")
     config: dict[Annotated[str, StringConstraints(max_length=80)], ConfigValue] = Field(
@@ -226,6 +226,17 @@ def first_error(exc: ValidationError) -> str:
 
 def parse_result_json(path: Path, max_bytes: int = 1_000_000) -> ResultFile:
     path = Path(path)
+    raw = read_result_raw(path, max_bytes)
+    try:
+        return ResultFile.model_validate(raw)
+    except ValidationError as exc:
+        raise ResultError(f"{path}: {first_error(exc)}") from None
+
+
+def read_result_raw(path: Path, max_bytes: int = 1_000_000) -> object:
+    """The strictly parsed JSON of a result file (size-capped, UTF-8, no duplicate keys), unvalidated:
+    the caller picks the schema (image results here, text results in reconbench.text.results)."""
+    path = Path(path)
     try:
         if path.stat().st_size > max_bytes:
             raise ResultError(f"{path}: {path.stat().st_size} bytes, over the {max_bytes}-byte limit for a result file")
@@ -235,13 +246,9 @@ def parse_result_json(path: Path, max_bytes: int = 1_000_000) -> ResultFile:
     except (OSError, UnicodeDecodeError) as exc:
         raise ResultError(f"{path}: cannot be read as UTF-8 text ({exc})") from None
     try:
-        raw = strict_json_loads(text)
+        return strict_json_loads(text)
     except (json.JSONDecodeError, ValueError) as exc:
         raise ResultError(f"{path}: malformed JSON ({exc})") from None
-    try:
-        return ResultFile.model_validate(raw)
-    except ValidationError as exc:
-        raise ResultError(f"{path}: {first_error(exc)}") from None
 
 
 def payload_dict(result: ResultFile) -> dict:

@@ -145,11 +145,17 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(1)
 
     @app.command()
-    def schema(team: bool = typer.Option(False, help="the schema of team.toml instead of result.json")) -> None:
+    def schema(team: bool = typer.Option(False, help="the schema of team.toml instead of result.json"),
+               text: bool = typer.Option(False, help="the schema of a text result.json (payload.modality \"text\")")) -> None:
         """Print the JSON Schema of result.json (or of team.toml, as JSON).
 
         Example: recon-submit schema > result.schema.json
         """
+        if text:
+            from reconbench.text.results import text_result_json_schema
+
+            sys.stdout.write(json.dumps(text_result_json_schema(), indent=2) + "\n")
+            return
         if team:
             from reconbench.submissions.team import Team
 

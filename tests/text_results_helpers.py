@@ -1,0 +1,44 @@
+"""Text result folders made from known texts (no attack run): what evaluate_text writes, signed with a test key.
+
+`make_text_result` builds the payload exactly as reconbench.text.evaluation does after an attack
+returns; tests use it to forge and tamper with entries without running an attack.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from reconbench.metrics.report import MetricResult
+from reconbench.results import AttackInfo, Provenance, TargetIdentity, make_entry_id
+from reconbench.signing import load_private_key
+from reconbench.text.items import TextItem
+from reconbench.text.results import TextPayload, reconstructions_info, sign_text_result, write_text_result_dir
+
+ZERO = "0" * 64
+
+
+def make_text_result(out: Path, key_path: Path, pairs, *, track: str = "lee-news", attack: str = "complete",
+                     scenario: str = "static/black-box/none", role: str = "generator", metrics: dict | None = None,
+                     model_sha256: str = ZERO, target_set_sha256: str = ZERO, code: str | None = None,
+                     family: str = "analysis", finished: datetime | None = None, entry_id: str | None = None):
+    items = tuple(TextItem(i, t) for i, t in pairs)
+    info = reconstructions_info(items)
+    finished = finished or datetime.now(timezone.utc)
+    started = finished - timedelta(seconds=2)
+    values = metrics if metrics is not None else {"bleu": 0.25, "rouge_l": 0.5, "similarity": 0.75, "exact_match": 0.0}
+    payload = TextPayload(
+        entry_id=entry_id or make_entry_id(track, attack, started, info.sha256),
+        track=track, scenario=scenario, role=role,
+        attack=AttackInfo(name=attack, version="1", family=family, paper="a paper",
+                          code=code or f"reconbench.text.attacks.{attack}:{attack.title()}", config={}, budget="default"),
+        target=TargetIdentity(model_sha256=model_sha256, target_set_sha256=target_set_sha256),
+        metrics={k: v if isinstance(v, MetricResult) else MetricResult(value=v, status="computed") for k, v in values.items()},
+        reconstructions=info,
+        provenance=Provenance(toolkit_version="test", python="3", torch="2", device="cpu", hardware="test", seed=0,
+                              command="recon-submit evaluate --track lee-news", started=started, finished=finished,
+                              wall_seconds=2.0, queries=len(items) if "black-box" in scenario else None),
+    )
+    result = sign_text_result(payload, load_private_key(key_path))
+    write_text_result_dir(out, result, items)
+    return result

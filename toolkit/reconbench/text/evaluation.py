@@ -1,0 +1,140 @@
+"""The text job: text track -> knowledge view -> attack -> per-text metrics -> signed result folder.
+
+`evaluate_text()` is what `recon-submit evaluate --track <text track>` calls (reconbench.api
+dispatches on the track id). Like the image `evaluate`, the target texts are loaded only here, on
+the evaluator's side, after the attack has returned; the attack sees only its knowledge view
+(prompts, or leaked embeddings and a counted query function; reconbench.text.knowledge).
+Only registered text attacks run (reconbench.text.attacks.TEXT_ATTACKS): they are toolkit code,
+so they run in this process.
+"""
+
+from __future__ import annotations
+
+import platform
+import shlex
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from reconbench.text.items import TextItem, TextSet
+from reconbench.text.results import TextResultFile
+
+
+@dataclass(frozen=True)
+class TextEvaluationOutput:
+    folder: Path
+    result: TextResultFile
+    items: tuple[TextItem, ...]  # the reconstructions, in the target set's order
+
+
+def choose_text_scenario(track, attack_cls, requested: str | None) -> str:
+    """The requested scenario, or the first of the attack's cells that the track offers."""
+    from reconbench.knowledge import check_attack_fits
+    from reconbench.scenario import Scenario
+    from reconbench.attacks import AttackError
+
+    if requested:
+        scenario = Scenario.parse(requested)
+        if not track.offers(scenario):
+            raise AttackError(f"text track '{track.id}' does not offer {scenario} (offers: {', '.join(track.scenarios)})")
+    else:
+        offered = [s for s in attack_cls.scenarios if s in track.scenarios]
+        if not offered:
+            raise AttackError(f"attack '{attack_cls.name}' runs in [{', '.join(attack_cls.scenarios)}]; "
+                              f"text track '{track.id}' offers none of them")
+        scenario = Scenario.parse(offered[0])
+    check_attack_fits(attack_cls.name, attack_cls.scenarios, scenario)
+    return str(scenario)
+
+
+def aligned(recs: TextSet | tuple[TextItem, ...], target: TextSet, what: str = "reconstructions") -> list[str]:
+    """The reconstruction texts in the target set's order; exactly one per target id (jsonl.check_ids)."""
+    from reconbench.text.jsonl import check_ids
+
+    items = recs.items if isinstance(recs, TextSet) else tuple(recs)
+    check_ids(TextSet("reconstructions", items), target.ids, what)
+    return [i.text for i in items]
+
+
+def score_against(recs: TextSet | tuple[TextItem, ...], target: TextSet, *, device: str = "cpu") -> dict:
+    """score_text on (reconstruction, its own target) pairs, aligned by id: what evaluate and validate run."""
+    from reconbench.text.metrics import score_text
+
+    return score_text(aligned(recs, target), target.texts, device=device)
+
+
+def evaluate_text(*, track_id: str, attack: str, scenario: str | None = None, seed: int = 0, device: str = "cpu",
+                  out: Path | None = None, key_path: Path, config: dict[str, Any] | None = None,
+                  budget: str = "default", progress=None, command: str | None = None) -> TextEvaluationOutput:
+    import torch
+
+    from reconbench._version import __version__
+    from reconbench.attacks import AttackError, Progress
+    from reconbench.evaluation import device_name
+    from reconbench.preflight import preflight
+    from reconbench.results import AttackInfo, Provenance, TargetIdentity, git_state, make_entry_id
+    from reconbench.signing import load_private_key
+    from reconbench.text.attacks import TEXT_ATTACKS, load_text_attack
+    from reconbench.text.files import load_text_splits, model_sha256
+    from reconbench.text.knowledge import build_text_knowledge
+    from reconbench.text.results import TextPayload, reconstructions_info, sign_text_result, write_text_result_dir
+    from reconbench.text.tracks import get_text_track
+
+    track = get_text_track(track_id)
+    track.require_runnable()
+    if attack not in TEXT_ATTACKS:
+        raise AttackError(f"unknown text attack '{attack}' (known: {', '.join(sorted(TEXT_ATTACKS))}); "
+                          "a text track runs the registered text attacks only")
+    cls = load_text_attack(attack)
+    chosen = choose_text_scenario(track, cls, scenario)
+    instance = cls(budget=budget, **(config or {}))  # bad options fail here, before the key and the run
+    key = load_private_key(key_path)
+    torch_device = preflight(device=device, out=out, weights_dir=None)
+    started = datetime.now(timezone.utc)
+    t0 = time.perf_counter()
+    knowledge = build_text_knowledge(track, chosen, cls.role, device=device, seed=seed)
+    torch.manual_seed(seed)
+    rec = instance.run(knowledge, seed=seed, progress=progress or Progress())
+    wall = time.perf_counter() - t0
+    finished = datetime.now(timezone.utc)
+
+    # Scoring is the evaluator's side: only here are the target texts loaded.
+    target = load_text_splits(track, ["target"])["target"]
+    items = tuple(rec.items)
+    metrics = score_against(items, target, device=device)
+    info = reconstructions_info(items)
+    git_commit, git_dirty = git_state(Path(__file__).parent.parent)
+    payload = TextPayload(
+        entry_id=make_entry_id(track.id, cls.name, started, info.sha256),
+        track=track.id,
+        scenario=chosen,
+        role=cls.role,
+        attack=AttackInfo(name=cls.name, version=cls.version, family=cls.family, paper=cls.paper,
+                          code=f"{cls.__module__}:{cls.__qualname__}", config=dict(instance.config),
+                          budget=getattr(instance, "budget", budget)),
+        target=TargetIdentity(model_sha256=model_sha256(track, cls.role), target_set_sha256=target.sha256),
+        metrics=metrics,
+        reconstructions=info,
+        provenance=Provenance(
+            toolkit_version=__version__, git_commit=git_commit, git_dirty=git_dirty,
+            python=platform.python_version(), torch=torch.__version__, device=device_name(torch_device),
+            hardware=f"{platform.system()} {platform.machine()}, {torch.get_num_threads()} CPU threads",
+            seed=seed, command=command or shlex.join(sys.argv), started=started, finished=finished,
+            wall_seconds=round(wall, 3), queries=knowledge.queries if chosen.split("/")[1] == "black-box" else None,
+            attack_facts=_facts(rec.provenance),
+        ),
+    )
+    result = sign_text_result(payload, key)
+    folder = Path(out) if out else Path("recon-results") / payload.entry_id
+    write_text_result_dir(folder, result, items)
+    return TextEvaluationOutput(folder=folder, result=result, items=items)
+
+
+def _facts(provenance: dict | None) -> dict | None:
+    """The attack's own facts, as the schema takes them (scalars; at most 32)."""
+    facts = {str(k)[:80]: v for k, v in (provenance or {}).items()
+             if v is None or isinstance(v, (bool, int, float)) or (isinstance(v, str) and len(v) <= 2000)}
+    return dict(list(facts.items())[:32]) or None
