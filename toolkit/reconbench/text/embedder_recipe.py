@@ -167,7 +167,7 @@ def build(out: Path, *, training: dict[str, Any], progress: Callable[[str], None
     embedder.max_length = load_minilm().max_length  # shipped use: MiniLM's own 256, as the loader gives
     digest = save_delta(out / DELTA_FILE, delta)
     measured = effect(load_minilm(), embedder, splits)
-    measured["train_seconds"] = round(seconds, 1)
+    measured["train_wall_seconds"] = round(seconds, 1)
     measured["delta_parameters"] = sum(t.numel() for t in delta.values())
     return {"files": {DELTA_FILE: digest}, "measured": measured}
 

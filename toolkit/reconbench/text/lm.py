@@ -293,7 +293,7 @@ def build(out: Path, *, training: dict[str, Any], progress: Callable[[str], None
     seconds = time.perf_counter() - t0
     files = save_generator(out, model, tok.to_str(pretty=True), config)
     measured = {f"perplexity_{name}": round(perplexity(model, tokenizer, s.texts), 4) for name, s in splits.items()}
-    measured["train_seconds"] = round(seconds, 1)
+    measured["train_wall_seconds"] = round(seconds, 1)
     measured["parameters"] = sum(p.numel() for p in model.parameters())
     return {"files": files, "measured": measured}
 
