@@ -10,10 +10,10 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from reconbench.metrics.report import MetricResult
-from reconbench.results import AttackInfo, Provenance, TargetIdentity, make_entry_id
+from reconbench.results import Provenance, TargetIdentity, make_entry_id
 from reconbench.signing import load_private_key
 from reconbench.text.items import TextItem
-from reconbench.text.results import TextPayload, reconstructions_info, sign_text_result, write_text_result_dir
+from reconbench.text.results import TextAttackInfo, TextPayload, reconstructions_info, sign_text_result, write_text_result_dir
 
 ZERO = "0" * 64
 
@@ -21,7 +21,7 @@ ZERO = "0" * 64
 def make_text_result(out: Path, key_path: Path, pairs, *, track: str = "lee-news", attack: str = "complete",
                      scenario: str = "static/black-box/none", role: str = "generator", metrics: dict | None = None,
                      model_sha256: str = ZERO, target_set_sha256: str = ZERO, code: str | None = None,
-                     family: str = "analysis", finished: datetime | None = None, entry_id: str | None = None):
+                     family: str = "extraction", finished: datetime | None = None, entry_id: str | None = None):
     items = tuple(TextItem(i, t) for i, t in pairs)
     info = reconstructions_info(items)
     finished = finished or datetime.now(timezone.utc)
@@ -30,7 +30,7 @@ def make_text_result(out: Path, key_path: Path, pairs, *, track: str = "lee-news
     payload = TextPayload(
         entry_id=entry_id or make_entry_id(track, attack, started, info.sha256),
         track=track, scenario=scenario, role=role,
-        attack=AttackInfo(name=attack, version="1", family=family, paper="a paper",
+        attack=TextAttackInfo(name=attack, version="1", family=family, paper="a paper",
                           code=code or f"reconbench.text.attacks.{attack}:{attack.title()}", config={}, budget="default"),
         target=TargetIdentity(model_sha256=model_sha256, target_set_sha256=target_set_sha256),
         metrics={k: v if isinstance(v, MetricResult) else MetricResult(value=v, status="computed") for k, v in values.items()},

@@ -75,12 +75,12 @@ def evaluate_text(*, track_id: str, attack: str, scenario: str | None = None, se
     from reconbench.attacks import AttackError, Progress
     from reconbench.evaluation import device_name
     from reconbench.preflight import preflight
-    from reconbench.results import AttackInfo, Provenance, TargetIdentity, git_state, make_entry_id
+    from reconbench.results import Provenance, TargetIdentity, git_state, make_entry_id
     from reconbench.signing import load_private_key
-    from reconbench.text.attacks import TEXT_ATTACKS, load_text_attack
+    from reconbench.text.attacks import TEXT_ATTACKS, enforce_one_per_id, load_text_attack
     from reconbench.text.files import load_text_splits, model_sha256
     from reconbench.text.knowledge import build_text_knowledge
-    from reconbench.text.results import TextPayload, reconstructions_info, sign_text_result, write_text_result_dir
+    from reconbench.text.results import TextAttackInfo, TextPayload, reconstructions_info, sign_text_result, write_text_result_dir
     from reconbench.text.tracks import get_text_track
 
     track = get_text_track(track_id)
@@ -97,7 +97,7 @@ def evaluate_text(*, track_id: str, attack: str, scenario: str | None = None, se
     t0 = time.perf_counter()
     knowledge = build_text_knowledge(track, chosen, cls.role, device=device, seed=seed)
     torch.manual_seed(seed)
-    rec = instance.run(knowledge, seed=seed, progress=progress or Progress())
+    rec = enforce_one_per_id(instance.run(knowledge, seed=seed, progress=progress or Progress()), knowledge.target_ids)
     wall = time.perf_counter() - t0
     finished = datetime.now(timezone.utc)
 
@@ -112,9 +112,8 @@ def evaluate_text(*, track_id: str, attack: str, scenario: str | None = None, se
         track=track.id,
         scenario=chosen,
         role=cls.role,
-        attack=AttackInfo(name=cls.name, version=cls.version, family=cls.family, paper=cls.paper,
-                          code=f"{cls.__module__}:{cls.__qualname__}", config=dict(instance.config),
-                          budget=getattr(instance, "budget", budget)),
+        attack=TextAttackInfo(name=cls.name, version=cls.version, family=cls.family, paper=cls.paper,
+                              code=cls.code_reference(), config=dict(instance.config), budget=instance.budget),
         target=TargetIdentity(model_sha256=model_sha256(track, cls.role), target_set_sha256=target.sha256),
         metrics=metrics,
         reconstructions=info,

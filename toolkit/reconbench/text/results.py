@@ -43,12 +43,18 @@ from reconbench.results import (
 )
 from reconbench.signing import SigningError, sign_payload, verify_payload
 from reconbench.text.items import TextItem, TextSet, jsonl_bytes
-from reconbench.text.jsonl import MAX_FILE_BYTES, MAX_ITEMS, TextFileError, read_jsonl
+from reconbench.text.jsonl import MAX_FILE_BYTES, MAX_ITEMS, TEXT_RECONSTRUCTIONS_FILE, TextFileError, read_jsonl
 
-TEXT_RECONSTRUCTIONS_FILE = "reconstructions.jsonl"
 # The metrics a text result may claim (reconbench.text.metrics computes them): all in [0, 1], all ↑.
 TEXT_METRIC_NAMES = ("bleu", "rouge_l", "similarity", "exact_match")
 TEXT_SCENARIO = r"^static/(white-box|black-box)/(none|similar|same)$"  # the SoK's text attacks are static
+
+
+class TextAttackInfo(AttackInfo):
+    """AttackInfo with the text attacks' families: Complete is an extraction attack (Carlini et al.), which
+    is none of the SoK's three image families; Vec2Text trains an inverter ("training")."""
+
+    family: Literal["extraction", "training", "optimization", "analysis"]
 
 
 class TextReconstructionsInfo(Strict):
@@ -66,7 +72,7 @@ class TextPayload(Strict):
     scenario: Annotated[str, StringConstraints(pattern=TEXT_SCENARIO)]
     role: Literal["generator", "embedder"] = Field(description="the target model attacked: Complete the generator, "
                                                                "Vec2Text the embedder")
-    attack: AttackInfo
+    attack: TextAttackInfo
     target: TargetIdentity = Field(description="model_sha256: the role's weight file; target_set_sha256: the "
                                                "target split's TextSet.sha256")
     metrics: dict[str, MetricResult]
