@@ -42,3 +42,35 @@ def make_text_result(out: Path, key_path: Path, pairs, *, track: str = "lee-news
     result = sign_text_result(payload, load_private_key(key_path))
     write_text_result_dir(out, result, items)
     return result
+
+
+def submitted_text_entry(work: Path, subs: Path, team: str, key: Path, texts, *, name: str | None = None,
+                         attack: str = "complete") -> Path:
+    """A text entry on the real lee-news target split, honestly scored (reconbench.text.metrics) and
+    submitted as `recon-submit submit` does. `texts(target_texts) -> reconstruction texts`."""
+    from reconbench.submissions.submit import submit_result
+    from reconbench.text.files import load_text_splits, model_sha256
+    from reconbench.text.metrics import score_text
+    from reconbench.text.tracks import get_text_track
+
+    track = get_text_track("lee-news")
+    target = load_text_splits(track, ["target"])["target"]
+    recs = list(texts(target.texts))
+    role, scenario = ("generator", "static/black-box/none") if attack == "complete" else ("embedder", "static/black-box/same")
+    import tempfile
+
+    out = Path(tempfile.mkdtemp(prefix=f"text-run-{team}-{attack}-", dir=work)) / "result"
+    make_text_result(out, key, list(zip(target.ids, recs)), attack=attack, role=role, scenario=scenario,
+                     family="extraction" if attack == "complete" else "training",
+                     metrics=score_text(recs, target.texts), model_sha256=model_sha256(track, role),
+                     target_set_sha256=target.sha256)
+    return submit_result(out, team, root=subs, key_path=key, team_name=name).entry
+
+
+HOSTILE_TEXTS = ('<script>window.__xss=1</script>', '<img src=x onerror="window.__xss=1">', '=HYPERLINK("http://x","y")',
+                 '[a](javascript:alert(1)) **b**', '\u202egnp.exe')
+
+
+def hostile_texts(targets: list[str]) -> list[str]:
+    """Honest first-three-words reconstructions with markup, a formula and a bidi override appended."""
+    return [" ".join(t.split()[:3]) + " " + HOSTILE_TEXTS[k % len(HOSTILE_TEXTS)] for k, t in enumerate(targets)]
