@@ -1,17 +1,28 @@
-"""The GAN-prior attacks (Revealer/GMI, KEDMI, PLG-MI): end to end on digits against two
-uninformed baselines, their prior cache, and the papers' 64x64 networks on a CelebA-shaped input.
+"""The GAN-prior attacks (Revealer/GMI, KEDMI, PLG-MI): end to end on digits against uninformed
+and aux-data baselines, their prior cache, and the papers' 64x64 networks on a CelebA-shaped input.
 
-Metric: the evaluation-classifier metrics the three papers report (attack accuracy, KNN feature
-distance) are not in the toolkit yet, so these tests use the SoK's target-independent sample
-metric SSIM S-Dis with its coverage alpha (SoK Def. 4.2; Revealer also reports PSNR/SSIM).
-Baselines an attacker has without the target: uniform noise, and the per-class mean of its aux
-images. The attacks must be well above noise (SSIM S-Dis +0.25; seeded uniform noise scores 0.249
-at alpha 51.4% on 8x8 digits) and cover at least 5x as many targets as the class means (10
-distinct images: alpha 2.0%). Measured at the test budgets below: Revealer 0.550 (35.4%), KEDMI
-0.556 (33.4%). On the SSIM *value* the class mean
-is not beaten on 8x8 digits (0.894 forward; measured at the quick budgets: Revealer 0.733 at
-28.2%, KEDMI 0.681 at 25.4%): pixel S-Dis rewards the class mode, the SoK's "blind to
-diversity" caveat. The eval-classifier comparison waits for the metrics' acc_top1/knn_dist.
+Metrics: the three papers report attack accuracy (Acc@1) and KNN distance of the evaluation
+classifier (the digits track's eval CNN: metrics/classifier.py); the SoK adds SSIM S-Dis with its
+coverage alpha (Def. 4.2). A fourth measure here is coverage in the eval CNN's feature space:
+the share of targets that are some reconstruction's nearest same-class target (the KNN match,
+counted as alpha is). Baselines: seeded uniform noise, and the per-class mean of the attacker's
+aux images (10 distinct images). Measured at the test budgets below (seed 0, one thread):
+
+                 acc_top1  knn_dist  SSIM (alpha)    feature coverage
+    noise          0.104    129.2    0.249 (51.4%)   14.4%
+    class mean     1.000     12.9    0.894 (2.0%)     2.0%
+    Revealer       0.332     73.2    0.550 (35.4%)   10.8%
+    KEDMI          0.614     63.7    0.614 (25.4%)   17.0%
+    PLG-MI         0.900     62.2    0.736 (15.8%)   12.6%
+
+So each attack beats noise on the papers' metrics (Acc@1 +0.23..+0.80, KNN distance at most 0.57x
+noise's) and on SSIM (+0.30..+0.49); the class mean beats every attack on Acc@1, KNN distance and
+the SSIM value: on 8x8 digits the eval CNN's class prototype is what a mean image is, and these
+metrics are blind to diversity (the SoK's caveat, §4.1). The attacks beat the class mean only on
+diversity: 7.9x..17.7x its SSIM coverage and 5.4x..8.5x its feature coverage. (A random aux image
+per slot, the attacker's own data copied, scores 0.994 / 13.4 / 0.895 (40.4%) / 40.4%: better
+than every attack here on every measure, the "imputation" question of the SoK's §7.) At the
+`quick` presets of the example entries the attacks reach Acc@1 0.68-0.73, still below the mean.
 """
 
 from __future__ import annotations
@@ -21,7 +32,6 @@ import pytest
 import torch
 from torch import nn
 
-from attack_scoring import score_against_noise
 from reconbench.attacks import ATTACKS, Progress, enforce_size
 from reconbench.attacks.base import class_balanced_labels
 from reconbench.attacks.gan.augment import color_jitter, geometric
@@ -31,6 +41,7 @@ from reconbench.attacks.plg_mi import top_n_selection
 from reconbench.data.arrays import ArraySet
 from reconbench.knowledge import Knowledge, PublicFacts, QueryFunction, build_knowledge
 from reconbench.metrics import score
+from reconbench.metrics.classifier import logits_and_features, track_evaluator
 from reconbench.scenario import Scenario
 from reconbench.tracks import get_track
 from reconbench.track_files import load_splits
@@ -52,21 +63,55 @@ def _digits(name: str, seed: int = 0, **config):
     return k, rec
 
 
+@pytest.fixture(scope="module")
+def digits_target():
+    return load_splits(get_track("digits")).target
+
+
+def _report(images: np.ndarray, labels: np.ndarray, target) -> dict[str, float]:
+    """acc_top1, knn_dist, ssim and its coverage, and coverage in the eval CNN's feature space."""
+    track = get_track("digits")
+    r = score(images, labels, target.images, target.labels, lpips=False, fid=False, track=track)
+    evaluator, why = track_evaluator(track)
+    assert evaluator is not None, why
+    _, rec_f = logits_and_features(evaluator, images, "cpu")
+    _, tar_f = logits_and_features(evaluator, target.images, "cpu")
+    same = torch.from_numpy(labels)[:, None] == torch.from_numpy(target.labels)[None, :]
+    nearest = torch.where(same, torch.cdist(rec_f, tar_f), torch.inf).argmin(1)
+    return {"acc_top1": r.metrics["acc_top1"].value, "knn_dist": r.metrics["knn_dist"].value,
+            "ssim": r.metrics["ssim"].value, "ssim_cov": r.metrics["ssim"].coverage,
+            "feature_cov": len(set(nearest.tolist())) / len(target.labels)}
+
+
+@pytest.fixture(scope="module")
+def baselines(digits_target):
+    """The uniform-noise and per-class aux-mean baselines, scored like the attacks (see the top)."""
+    k = build_knowledge(get_track("digits"), SCENARIO)
+    labels = class_balanced_labels(k.target_size, k.num_classes).numpy()
+    noise = (torch.rand((k.target_size, *k.input_shape), generator=torch.Generator().manual_seed(0)) * 255)
+    aux = k.aux_data
+    means = np.stack([np.rint(aux.images[aux.labels == c].astype(float).mean(0)) for c in range(10)]).astype(np.uint8)
+    return {"noise": _report(noise.to(torch.uint8).numpy(), labels, digits_target),
+            "mean": _report(means[labels], labels, digits_target)}
+
+
 @pytest.mark.parametrize("name", GAN_ATTACKS)
-def test_gan_attack_on_digits_beats_noise_and_the_class_mean(name):
+def test_gan_attack_on_digits_beats_noise_and_covers_more_than_the_class_mean(name, baselines, digits_target):
     k, rec = _digits(name, **BUDGETS[name])
     assert rec.images.shape == (k.target_size, *k.input_shape)  # exactly |D_tar|, no replication
     assert torch.equal(rec.labels, class_balanced_labels(k.target_size, k.num_classes))
     assert rec.provenance["prior_trained_in_this_run"] in (True, False)
-    target = load_splits(get_track("digits")).target
-    ours, noise = score_against_noise(rec, target)
-    aux = k.aux_data
-    labels = rec.labels.numpy()
-    means = np.stack([np.rint(aux.images[aux.labels == c].astype(float).mean(0)) for c in range(10)]).astype(np.uint8)
-    mean = score(means[labels], labels, target.images, target.labels, lpips=False, fid=False)
-    o, n, m = ours.metrics["ssim"], noise.metrics["ssim"], mean.metrics["ssim"]
-    assert o.value > n.value + 0.25
-    assert o.coverage >= 5 * m.coverage
+    ours = _report(rec.to_uint8().numpy(), rec.labels.numpy(), digits_target)
+    noise, mean = baselines["noise"], baselines["mean"]
+    # the papers' metrics, against noise (measured margins: acc +0.23..+0.80, knn 0.49x..0.57x)
+    assert ours["acc_top1"] > noise["acc_top1"] + 0.15, ours
+    assert ours["knn_dist"] < 0.7 * noise["knn_dist"], ours
+    assert ours["ssim"] > noise["ssim"] + 0.25, ours  # measured +0.30..+0.49
+    # diversity, against the class mean (measured 7.9x..17.7x and 5.4x..8.5x)
+    assert ours["ssim_cov"] >= 5 * mean["ssim_cov"], ours
+    assert ours["feature_cov"] >= 4 * mean["feature_cov"], ours
+    # the table above, checked: the class mean wins on every value (an attack that beats it: update the table)
+    assert mean["acc_top1"] > ours["acc_top1"] and mean["knn_dist"] < ours["knn_dist"] and mean["ssim"] > ours["ssim"]
     with torch.no_grad():  # the identity loss did its job: the target sees the intended classes
         assert (k.model(rec.images).argmax(1) == rec.labels).float().mean() > 0.9
 

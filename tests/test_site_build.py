@@ -41,6 +41,12 @@ def test_empty_submissions_build(tmp_path):
     from reconbench.results import result_json_schema
 
     assert json.loads(read(out, "downloads/result.schema.json")) == result_json_schema()
+    from reconbench.text.metrics import TEXT_METRICS
+
+    methodology = read(out, "methodology/index.html")  # the text-metric table fills its marker
+    assert "rb:text-metric-table" not in methodology
+    for name, m in TEXT_METRICS.items():
+        assert f"<code>{name}</code>" in methodology and str(markupsafe.escape(m.definition)) in methodology
 
 
 def test_missing_submissions_folder_is_empty_not_an_error(tmp_path):

@@ -42,7 +42,11 @@ def _evaluate(tmp_path, key, *args):
     (["--surrogate", "dfme", "--set", "surrogate.bogus=1"], "attack 'dfme' has no option(s) bogus"),
     (["--surrogate", "dfme", "--set", "surrogate.grad_m=0.5"], "option 'grad_m' expects int ≥ 1, got 0.5"),
     (["--surrogate", "dfme", "--budget", "paper", "--scenario", "static/black-box/none"],
-     "dfme: query_budget 2,000,000 exceeds what scenario static/black-box/none allows (1,000,000 images)"),
+     "dfme: the 'paper' preset spends 2,000,000 queries but track 'digits' allows 1,000,000 (its query budget); "
+     "use --budget default (1,000,000) or a track with a larger budget (e.g. "),
+    (["--surrogate", "dfme", "--set", "surrogate.query_budget=1000001"],
+     "dfme: surrogate.query_budget spends 1,000,001 queries but track 'digits' allows 1,000,000 (its query budget); "
+     "use --set surrogate.query_budget=1000000 or a track with a larger budget"),
 ])
 def test_surrogate_route_refuses_clearly_before_stealing(tmp_path, key, args, message):
     res = _evaluate(tmp_path, key, *(args if "--attack" in args else ["--attack", "deepinversion", *args]))
@@ -114,3 +118,31 @@ def test_aux_route_end_to_end_records_the_black_box_cell_queries_and_agreement(t
     assert 0.9 < sur["agreement"] <= 1 and sur["agreement_images"] == 697
     assert doc["attack"]["config"]["iterations"] == 5 and "--surrogate aux" in doc["provenance"]["command"]
     assert runner.invoke(app, ["verify", str(tmp_path / "o")]).exit_code == 0
+
+
+def test_the_query_budget_is_the_tracks_and_a_larger_one_admits_the_paper_preset(tmp_path, key, monkeypatch):
+    """Issue 10: DFME's paper preset (2M queries, SVHN) is refused on digits (1M, stated in the
+    registry) and accepted where the track states a larger budget: the SoK-grid tracks (20M), or
+    a registry whose digits allows 2M. There, the budget check passes and the run goes on to the
+    next preflight step (here a missing key file: the run stops before stealing anything)."""
+    from reconbench import tracks
+    from reconbench.surrogate import route
+
+    assert TRACK.query_budget == 1_000_000
+    assert build_knowledge(TRACK, Scenario.parse("static/black-box/none")).query.budget == 1_000_000
+    grid = tracks.get_track("cifar10-resnet18-n1000")
+    assert grid.query_budget == 20_000_000
+    assert route.check_query_budget(grid, "dfme", "paper", {})["query_budget"] == 2_000_000
+    assert route.check_query_budget(grid, "dfme", "default", {"query_budget": 20_000_000})["query_budget"] == 20_000_000
+    with pytest.raises(route.SurrogateError, match="spends 20,000,001 queries but track 'cifar10-resnet18-n1000' allows 20,000,000"):
+        route.check_query_budget(grid, "dfme", "default", {"query_budget": 20_000_001})
+    larger = TRACK.model_copy(update={"query_budget": 2_000_000})
+    assert build_knowledge(larger, Scenario.parse("static/black-box/none")).query.budget == 2_000_000
+    registry = json.loads(tracks.registry_path().read_text())
+    registry["tracks"][0]["query_budget"] = 2_000_000
+    (tmp_path / "tracks.json").write_text(json.dumps(registry))
+    monkeypatch.setenv(tracks.REGISTRY_ENV, str(tmp_path / "tracks.json"))
+    res = _evaluate(tmp_path, tmp_path / "no-key.pem", "--attack", "deepinversion", "--surrogate", "dfme",
+                    "--budget", "paper", "--scenario", "static/black-box/none")
+    assert res.exit_code == 1 and "query budget" not in res.output and "no-key.pem" in res.output, res.output
+    assert not (tmp_path / "o").exists()

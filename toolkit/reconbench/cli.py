@@ -191,7 +191,7 @@ def attacks(name: Optional[str] = typer.Argument(None, help="an attack: show its
 
 @app.command()
 def metrics() -> None:
-    """List every metric with its formula, range and direction.
+    """List every metric (image and text) with its formula, range and direction.
 
     Example: recon-submit metrics
     """
@@ -206,6 +206,9 @@ def metrics() -> None:
     for m in METRICS.values():  # what to know beside the number (the SSIM convention, the accuracy caveat)
         if m.caveat:
             console.print(f"[bold]{escape(m.name)}[/]: {escape(m.caveat)}")
+    from reconbench.commands.listing import print_text_metrics
+
+    print_text_metrics()
 
 
 @app.command()

@@ -185,7 +185,7 @@ def evaluate(
             raise route.SurrogateError("--surrogate runs the registered attacks (the evaluator never imports a bring-your-own one)")
         scenario = str(route.choose_cell(track, ATTACKS[attack_spec], scenario, surrogate))
         config, surrogate_config = route.split_config(config or {})
-        route.resolve_options(route.SURROGATES[surrogate], budget, surrogate_config)
+        route.check_query_budget(track, surrogate, budget, surrogate_config)  # options and the track's query budget
         ATTACKS[attack_spec](budget=budget, **config)
     elif attack_spec in ATTACKS:  # our own code: its scenario and options fail here, before the key and the run
         choose_scenario(track, ATTACKS[attack_spec], scenario)

@@ -31,8 +31,8 @@ from huggingface_hub.errors import (
 
 from reconbench.io import sha256_file
 
-__all__ = ["HubError", "download_pinned", "download_snapshot", "create_repo", "upload_folder",
-           "publish_folder"]
+__all__ = ["HubError", "download_pinned", "download_snapshot", "resolve_commit", "download_at_commit",
+           "create_repo", "upload_folder", "publish_folder"]
 
 # Seconds to wait for the Hub to answer one request. We make a single, retry-free metadata call
 # before handing over to huggingface_hub, whose own retries would take ~23 s on a dead server.
@@ -212,6 +212,42 @@ def download_snapshot(repo_id: str, *, revision: str, files: dict[str, str] | No
             raise HubError(f"{_where(repo_id, repo_type, revision, f)}: file not found in the snapshot")
         _verify(folder / f, h, _where(repo_id, repo_type, revision, f))
     return folder
+
+
+def resolve_commit(repo_id: str, *, revision: str = "main", repo_type: str = "model",
+                   endpoint: str | None = None, token: str | bool | None = None,
+                   timeout: float = DEFAULT_TIMEOUT_S) -> str:
+    """The commit sha a branch or tag points to now (a full sha is returned as it is, offline)."""
+    if _COMMIT.fullmatch(revision):
+        return revision
+    where, endpoint = _where(repo_id, repo_type, revision), _endpoint(endpoint)
+    if _offline():
+        raise HubError(f"{where}: resolving a branch to a commit needs the Hub, and HF_HUB_OFFLINE is set")
+    with _hub_errors(where, endpoint, timeout):
+        sha = HfApi(endpoint=endpoint).repo_info(repo_id, repo_type=repo_type, revision=revision, token=token,
+                                                 timeout=timeout).sha
+    if not _COMMIT.fullmatch(sha or ""):
+        raise HubError(f"{where}: the Hub did not name a commit for this revision")
+    return sha
+
+
+def download_at_commit(repo_id: str, filename: str, *, revision: str, sha256: str | None = None,
+                       repo_type: str = "model", **kw) -> tuple[Path, str]:
+    """(path, sha256) of a file at a commit. With `sha256` this is download_pinned. Without, the file is
+    pinned by the commit only and its sha256 is returned for the caller to record (a maintainer's
+    first fetch of a public source; everything that later reads it pins the hash)."""
+    if sha256 is not None:
+        path = download_pinned(repo_id, filename, revision=revision, sha256=sha256, repo_type=repo_type, **kw)
+        return path, sha256.lower()
+    where = _where(repo_id, repo_type, revision, filename)
+    _check_pins(where, revision, {})
+    endpoint, cache_dir = _endpoint(kw.get("endpoint")), _cache_dir(kw.get("cache_dir"))
+    timeout = kw.get("timeout", DEFAULT_TIMEOUT_S)
+    with _hub_errors(where, endpoint, timeout):
+        path = Path(hf_hub_download(repo_id=repo_id, filename=filename, revision=revision, repo_type=repo_type,
+                                    cache_dir=cache_dir, endpoint=endpoint, token=kw.get("token"),
+                                    etag_timeout=timeout))
+    return path, sha256_file(path)
 
 
 # ---------------------------------------------------------------- publishing

@@ -71,6 +71,14 @@ def read_json(path: Path, *, missing: str, invalid: str) -> object:
         raise FileFormatError(f"{path}: {invalid} ({exc})") from None
 
 
+def read_format_json(path: Path, fmt: str, *, missing: str, invalid: str = "not valid JSON") -> dict:
+    """A JSON object whose "format" is `fmt` (a manifest or config the toolkit wrote); FileFormatError otherwise."""
+    data = read_json(path, missing=missing, invalid=invalid)
+    if not isinstance(data, dict) or data.get("format") != fmt:
+        raise FileFormatError(f"{path}: not a {fmt} {Path(path).stem}")
+    return data
+
+
 def write_json(path: Path, obj: object) -> None:
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, allow_nan=False) + "\n", encoding="utf-8")

@@ -121,9 +121,10 @@ def build_knowledge(
     scenario: Scenario,
     *,
     device: str | torch.device = "cpu",
-    query_budget: int = DEFAULT_QUERY_BUDGET,
+    query_budget: int | None = None,
     seed: int = 0,
 ) -> Knowledge:
+    """The scenario's view of `track`; query_budget: the track's own (`Track.query_budget`) unless given."""
     from reconbench.track_files import load_splits, load_target_model  # the evaluator's side only
 
     if not track.offers(scenario):
@@ -138,7 +139,8 @@ def build_knowledge(
     aux = {"none": None, "same": splits.aux_same, "similar": splits.aux_similar}[scenario.data]
     if scenario.data == "similar" and aux is None:
         raise KnowledgeError(f"track '{track.id}' has no similar-distribution data")
-    query = QueryFunction(target, tuple(track.input_shape), query_budget, device)
+    budget = track.query_budget if query_budget is None else query_budget
+    query = QueryFunction(target, tuple(track.input_shape), budget, device)
     white_box = copy.deepcopy(target) if scenario.access == "white-box" else None
     knowledge = Knowledge(
         track_id=track.id,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-DEFAULT_QUERY_BUDGET = 1_000_000  # images; black-box attacks record what they used in provenance
+from reconbench.scenario import DEFAULT_QUERY_BUDGET  # images; black-box attacks record what they used in provenance
 
 
 class KnowledgeError(Exception):

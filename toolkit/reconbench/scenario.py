@@ -10,6 +10,10 @@ Training = Literal["static", "dynamic"]
 Access = Literal["white-box", "black-box"]
 DataAccess = Literal["none", "similar", "same"]
 
+# Images an attacker may query the target with in one run, where a track states no `query_budget`
+# (tracks.Track.query_budget: the budget is the track's, so every entry of a track had the same one).
+DEFAULT_QUERY_BUDGET = 1_000_000
+
 
 class Scenario(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")

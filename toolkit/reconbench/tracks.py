@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reconbench.scenario import Scenario
+from reconbench.scenario import DEFAULT_QUERY_BUDGET, Scenario
 
 REGISTRY_ENV = "RECONBENCH_REGISTRY"  # a registry file to use instead of the packaged one
 ZOO_FILE = "zoo.json"  # beside tracks.json: the target-model zoo grid (reconbench.zoo.grid)
@@ -91,6 +91,10 @@ class Track(BaseModel):
     target_set_sha256: str | None = None
     update_set_sha256: str | None = None
     scenarios: list[str]
+    query_budget: int = Field(
+        DEFAULT_QUERY_BUDGET, ge=1,
+        description="images the attacker may query the target with in one run (black-box cells, surrogate stealing "
+                    "included); every query is counted against it and an attack preset that needs more is refused")
     train_accuracy: float | None = None
     test_accuracy: float | None = None
     memorization: float | None = None

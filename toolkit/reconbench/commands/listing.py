@@ -26,16 +26,52 @@ def print_tracks(status: str | None = None, include_planned: bool = False) -> No
     shown = [t for t in tracks if (t.status == status if status else include_planned or t.status != "unpublished")]
     table = Table(title=f"tracks ({len(shown)} of {len(tracks)} shown)")
     table.add_column("id", no_wrap=True, overflow="fold")
-    for col in ("status", "dataset", "architecture", "|D_tar|", "accuracy train/test", "scenarios"):
+    for col in ("status", "dataset", "architecture", "|D_tar|", "accuracy train/test", "query budget", "scenarios"):
         table.add_column(col)
     for t in shown:
         acc = f"{t.train_accuracy:.3f} / {t.test_accuracy:.3f}" if t.train_accuracy is not None else "-"
         size = f"{t.train_size}" + (f" (update {t.update_size})" if t.update_size else "")
         arch = t.architecture + (f" [{t.variant}]" if t.variant else "")
         state = "planned: not runnable yet" if t.status == "unpublished" else t.status
-        table.add_row(*map(escape, (t.id, state, t.dataset, arch, size, acc, "\n".join(t.scenarios))))
+        table.add_row(*map(escape, (t.id, state, t.dataset, arch, size, acc, f"{t.query_budget:,}", "\n".join(t.scenarios))))
     console.print(table, crop=False)
     legend = "; ".join(f"{name} ({counts.get(name, 0)}): {text}" for name, text in STATUSES.items())
     console.print(escape(legend), soft_wrap=True, highlight=False)
     if not include_planned and status is None and counts.get("unpublished"):
         console.print(f"{counts['unpublished']} planned tracks not shown: recon-submit tracks --all", highlight=False)
+    print_text_tracks(status, include_planned)
+
+
+def print_text_tracks(status: str | None, include_planned: bool) -> None:
+    """The text tracks (registry/text_tracks.json) in a table of their own: two targets, no classes."""
+    from reconbench.text.tracks import all_text_tracks
+
+    tracks = all_text_tracks()
+    if not tracks:
+        return
+    shown = [t for t in tracks if (t.status == status if status else include_planned or t.status != "unpublished")]
+    table = Table(title=f"text tracks ({len(shown)} of {len(tracks)} shown)")
+    table.add_column("id", no_wrap=True, overflow="fold")
+    for col in ("status", "dataset", "|D_tar|", "targets (generator / embedder)", "scenarios"):
+        table.add_column(col)
+    for t in shown:
+        state = "planned: not runnable yet" if t.status == "unpublished" else t.status
+        targets = " / ".join(m.architecture if m else "-" for m in (t.generator, t.embedder))
+        table.add_row(*map(escape, (t.id, state, t.dataset, str(t.train_size), targets, "\n".join(t.scenarios))))
+    if shown:
+        console.print(table, crop=False)
+    planned = sum(t.status == "unpublished" for t in tracks)
+    if not include_planned and status is None and planned:
+        console.print(f"{planned} planned text tracks not shown: recon-submit tracks --all", highlight=False)
+
+
+def print_text_metrics() -> None:
+    """The text metrics (SoK App. B) below the image table of `recon-submit metrics`."""
+    from reconbench.text.metrics import TEXT_METRICS
+
+    table = Table(title="text metrics (each reconstruction against its own target)")
+    for col in ("name", "dir", "range", "definition"):
+        table.add_column(col)
+    for name, m in TEXT_METRICS.items():
+        table.add_row(*map(escape, (name, m.direction, m.range, m.definition)))
+    console.print(table)

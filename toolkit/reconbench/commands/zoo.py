@@ -43,23 +43,28 @@ def register(app: typer.Typer) -> None:
 
     @data.command("prepare")
     def prepare(
-        dataset: str = typer.Argument(..., help="celeba, cifar10, mnist, or digits (offline stand-in)"),
+        dataset: str = typer.Argument(..., help="celeba, cifar10, mnist, digits (offline stand-in); text: sst2, agnews, imdb"),
         source: Optional[Path] = typer.Option(None, help="local copy of the original files (see docs/zoo.md)"),
+        revision: Optional[str] = typer.Option(None, help="text datasets: the source repo's commit (default: main, recorded)"),
         out: Optional[Path] = typer.Option(None, help="output folder (default zoo-build/data/DATASET)"),
     ) -> None:
         """Cut the dataset's nested target sets, update/aux/test splits and similar data; write a manifest.
 
         Example: recon-submit data prepare digits
         """
+        from reconbench.text.grid import is_text_dataset
+        from reconbench.text.zoo import prepare_text_dataset
         from reconbench.zoo.prepare import prepare_dataset
 
         folder = out or _data_dir(dataset)
+        text = is_text_dataset(dataset)  # sst2, agnews, imdb: parquet from the Hub (docs/zoo.md, text section)
         try:
-            manifest = prepare_dataset(dataset, folder, source)
+            manifest = prepare_text_dataset(dataset, folder, source, revision=revision) if text else \
+                prepare_dataset(dataset, folder, source)
         except _errors() as exc:
             fail(str(exc))
         for split, entry in manifest["splits"].items():
-            console.print(escape(f"{split:<18} {entry['count']:>7,} images  {entry['sha256']}"))
+            console.print(escape(f"{split:<18} {entry['count']:>7,} {'texts' if text else 'images'}  {entry['sha256']}"))
         console.print(f"wrote {escape(folder)}")
 
     @targets.command("train")
@@ -81,9 +86,14 @@ def register(app: typer.Typer) -> None:
 
         Example: recon-submit targets train cifar10-vgg16-n1000 --device cuda
         """
+        from reconbench.text.grid import is_text_zoo_track
         from reconbench.zoo.grid import parse_track_id
         from reconbench.zoo.targets import Overrides, train_track
 
+        if is_text_zoo_track(track):  # GPT-2 and gtr-t5 of a text track (reconbench.text.finetune)
+            if width_div or memorization or init_weights:
+                fail(f"{track}: --width-div, --memorization and --init-weights are for image tracks only")
+            return _train_text(track, data, out, device, epochs, batch_size, lr, seed, quiet)
         try:
             spec = parse_track_id(track)
             config = train_track(
@@ -119,16 +129,37 @@ def register(app: typer.Typer) -> None:
 
         Example: recon-submit hub publish cifar10-vgg16-n1000 --org reconbench
         """
+        from reconbench.text.grid import is_text_zoo_track, parse_text_track_id
+        from reconbench.text.tracks import text_registry_path
+        from reconbench.text.publish import publish_text_track
         from reconbench.zoo.grid import parse_track_id, zoo_registry_path
         from reconbench.zoo.publish import publish_track
 
+        text = is_text_zoo_track(track)
         try:
-            spec = parse_track_id(track)
-            entry = publish_track(track, org, model_dir=model_dir or _target_dir(track),
-                                  data_dir=data or _data_dir(spec.dataset), registry=registry)
+            dataset = parse_text_track_id(track)[0].name if text else parse_track_id(track).dataset
+            entry = (publish_text_track if text else publish_track)(
+                track, org, model_dir=model_dir or _target_dir(track), data_dir=data or _data_dir(dataset),
+                registry=registry)
         except _errors() as exc:
             fail(str(exc))
         src = entry["source"]
         console.print(escape(f"model: {src['model_repo']} @ {src['model_revision']}"))
         console.print(escape(f"data:  {src['data_repo']} @ {src['data_revision']}"))
-        console.print(escape(f"pinned '{track}' in {registry or zoo_registry_path()}"))
+        console.print(escape(f"pinned '{track}' in {registry or (text_registry_path() if text else zoo_registry_path())}"))
+
+
+def _train_text(track, data, out, device, epochs, batch_size, lr, seed, quiet) -> None:
+    from reconbench.text.finetune import TextOverrides, train_text_track
+    from reconbench.text.grid import parse_text_track_id
+
+    try:
+        config = train_text_track(
+            track, data or _data_dir(parse_text_track_id(track)[0].name), out or _target_dir(track),
+            overrides=TextOverrides(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed), device=device,
+            echo=None if quiet else lambda e: console.print(json.dumps(e), highlight=False, markup=False))
+    except _errors() as exc:
+        fail(str(exc))
+    for role in ("generator", "embedder"):
+        console.print(escape(f"{track} {role}: {json.dumps(config[role]['measured'], sort_keys=True)}"))
+    console.print(f"wrote {escape(out or _target_dir(track))}")

@@ -9,7 +9,7 @@ Generated docs paths (none of them exist in git):
     .../near-copies.png                                each entry's files in a folder of its own
     downloads.md, downloads/*                          JSON, CSV, schema, shields.io badges
 and the named fragments the hand-written pages embed with `<!-- rb:NAME -->`:
-    home-best, home-updated (site/index.md), taxonomy-table, metric-table (site/methodology.md),
+    home-best, home-updated (site/index.md), taxonomy-table, metric-table, text-metric-table (site/methodology.md),
     result-schema (site/submit.md).
 """
 
@@ -39,6 +39,7 @@ from reconbench.leaderboard.frame import (
 )
 from reconbench.leaderboard.gallery import TargetSets, entry_gallery, near_copy_evidence
 from reconbench.leaderboard.pages import Pages
+from reconbench.text.metrics import TEXT_METRICS  # the table only: no scoring library is imported
 
 log = logging.getLogger(__name__)
 
@@ -281,6 +282,7 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
                 cells.setdefault(s, []).append(attack["name"])
     pages.fragment("taxonomy-table", "fragments/taxonomy_table.html.j2", cells=cells)
     pages.fragment("metric-table", "fragments/metric_table.html.j2")
+    pages.fragment("text-metric-table", "fragments/text_metric_table.html.j2", metrics=TEXT_METRICS)
     pages.fragment("result-schema", "fragments/result_schema.html.j2", schema=schema, schema_file=downloads.SCHEMA_FILE)
 
     text_frame = text_board.add_text_site(text_reports, pages, files, nav)

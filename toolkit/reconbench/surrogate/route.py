@@ -24,7 +24,7 @@ from reconbench.models import build_model
 from reconbench.scenario import Scenario
 from reconbench.surrogate.aux import AuxSurrogate
 from reconbench.surrogate.dfme import DFME
-from reconbench.tracks import Track
+from reconbench.tracks import Track, all_tracks
 from reconbench.track_files import load_splits, load_target_model
 
 SURROGATES = {"dfme": DFME, "aux": AuxSurrogate}
@@ -82,15 +82,29 @@ def choose_cell(track: Track, attack: type[Attack], requested: str | None, metho
     return chosen
 
 
+def check_query_budget(track: Track, method: str, budget: str, overrides: dict[str, Any], allowed: int | None = None) -> dict[str, Any]:
+    """The surrogate's configuration, refused before anything runs when it would spend more queries
+    than the track allows (`Track.query_budget`; `allowed`: what is left of it). The budget is the
+    track's, not the preset's, so that every entry of a track was held to the same number."""
+    cfg = resolve_options(SURROGATES[method], budget, overrides)
+    allowed = track.query_budget if allowed is None else allowed
+    wanted = int(cfg.get("query_budget", 0))
+    if wanted <= allowed:
+        return cfg
+    what = "surrogate.query_budget" if "query_budget" in overrides else f"the '{budget}' preset"
+    default = resolve_options(SURROGATES[method], "default")["query_budget"]
+    outs = [f"--budget default ({default:,})" if default <= allowed and budget != "default"
+            else f"--set surrogate.query_budget={allowed}"]
+    larger = sorted((t.status == "unpublished", t.query_budget, t.id) for t in all_tracks() if t.query_budget >= wanted)
+    outs.append("a track with a larger budget" + (f" (e.g. {larger[0][2]}: {larger[0][1]:,})" if larger else ""))
+    raise SurrogateError(f"{method}: {what} spends {wanted:,} queries but track '{track.id}' allows {allowed:,} "
+                         f"(its query budget); use {' or '.join(outs)}")
+
+
 def steal(track: Track, knowledge: Knowledge, method: str, *, budget: str, overrides: dict[str, Any], seed: int,
           progress: Progress) -> Stolen:
-    cls = SURROGATES[method]
-    cfg = resolve_options(cls, budget, overrides)
     query = knowledge.query
-    left = query.budget - query.queries
-    if method == "dfme" and cfg["query_budget"] > left:
-        raise SurrogateError(f"dfme: query_budget {cfg['query_budget']:,} exceeds what scenario {knowledge.scenario} "
-                             f"allows ({left:,} images); set surrogate.query_budget lower")
+    cfg = check_query_budget(track, method, budget, overrides, allowed=query.budget - query.queries)
     student = build_model(track.architecture, **track.arch_kwargs)
     before = query.queries
     if method == "dfme":

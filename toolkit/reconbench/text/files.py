@@ -13,11 +13,11 @@ stay inside functions: the registry and `recon-submit --help` must not pay for t
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reconbench.io import sha256_file
+from reconbench.text.gpt2 import LanguageModel  # defined beside the Hub GPT-2 loader; text.lm imports it from here
 from reconbench.text.items import TextSet
 from reconbench.text.tracks import Role, TextTrack
 from reconbench.track_files import embedded_file
@@ -27,15 +27,6 @@ if TYPE_CHECKING:
     from reconbench.text.embedding import Embedder
 
 SPLITS = ("target", "aux", "test")
-
-
-@dataclass
-class LanguageModel:
-    """A causal LM in eval mode and its tokenizer (a PreTrainedTokenizerFast with pad/eos set)."""
-
-    model: Any
-    tokenizer: Any
-    device: str = "cpu"
 
 
 def _embedded_corpora() -> dict[str, Callable[[], dict[str, TextSet]]]:

@@ -161,13 +161,17 @@ def manifest_sha256(data_dir: Path) -> str:
     return sha256_file(Path(data_dir) / MANIFEST)
 
 
-def load_split(data_dir: Path, split: str, manifest: dict | None = None) -> ArraySet:
-    """One split of a prepared folder, checked against the manifest's file sha256."""
-    manifest = manifest or read_manifest(data_dir)
+def split_entry(data_dir: Path, manifest: dict, split: str) -> tuple[Path, dict]:
+    """(path, manifest entry) of a split of a prepared folder (image or text zoo)."""
     entry = manifest["splits"].get(split)
     if entry is None:
         raise FileFormatError(f"{Path(data_dir) / MANIFEST}: no split '{split}' (has {', '.join(sorted(manifest['splits']))})")
-    path = Path(data_dir) / entry["file"]
+    return Path(data_dir) / entry["file"], entry
+
+
+def load_split(data_dir: Path, split: str, manifest: dict | None = None) -> ArraySet:
+    """One split of a prepared folder, checked against the manifest's file sha256."""
+    path, entry = split_entry(data_dir, manifest or read_manifest(data_dir), split)
     if not path.is_file():
         raise FileFormatError(f"{path}: listed in the manifest but missing")
     actual = sha256_file(path)

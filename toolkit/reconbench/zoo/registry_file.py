@@ -24,13 +24,14 @@ def dump_registry(data: dict) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-def write_registry_file(path: Path, data: dict) -> None:
+def write_registry_file(path: Path, data: dict, schema: type | None = None) -> None:
+    """`schema`: the pydantic model of the whole file (default the image Registry; text: TextRegistry)."""
     from pydantic import ValidationError
 
     from reconbench.tracks import Registry
 
     try:
-        Registry.model_validate(data)
+        (schema or Registry).model_validate(data)
     except ValidationError as exc:
         raise FileFormatError(f"{path}: refusing to write an invalid registry ({exc.errors()[0]['msg']} at "
                               f"{'.'.join(map(str, exc.errors()[0]['loc']))})") from None
@@ -41,7 +42,7 @@ def write_registry_file(path: Path, data: dict) -> None:
         tmp.write_text(dump_registry(data), encoding="utf-8")
 
 
-def upsert_track(path: Path, entry: dict) -> None:
+def upsert_track(path: Path, entry: dict, schema: type | None = None) -> None:
     """Put `entry` into the registry at `path` (creating the file if needed), touching no other entry."""
     path = Path(path)
     data = read_registry_file(path) if path.exists() else {"schema_version": 1, "tracks": []}
@@ -52,4 +53,19 @@ def upsert_track(path: Path, entry: dict) -> None:
             break
     else:
         tracks.append(entry)
-    write_registry_file(path, data)
+    write_registry_file(path, data, schema)
+
+
+def regenerate_file(path: Path, regenerate, *, check: bool, module: str, schema: type | None = None) -> int:
+    """Rewrite a generated registry file with `regenerate(current)`, or with check=True only say whether
+    it is up to date (exit status 1 if not). `module` names the command that regenerates it."""
+    path = Path(path)
+    current = read_registry_file(path) if path.exists() else None
+    new = regenerate(current)
+    if check:
+        ok = current is not None and dump_registry(current) == dump_registry(new)
+        print(f"{path}: {'up to date' if ok else f'out of date: run python -m {module}'}")
+        return 0 if ok else 1
+    write_registry_file(path, new, schema)
+    print(f"{path}: {len(new['tracks'])} tracks")
+    return 0

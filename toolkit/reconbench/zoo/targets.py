@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from reconbench.data.arrays import ArraySet
-from reconbench.io import FileFormatError, atomic_dir, read_json, sha256_file
+from reconbench.io import FileFormatError, atomic_dir, read_format_json, sha256_file
 from reconbench.models import build_model, save_model
 from reconbench.zoo import ZooError
 from reconbench.zoo.grid import TrackSpec, parse_track_id
@@ -219,8 +219,5 @@ def train_track(track_id: str, data_dir: Path, out_dir: Path, *, overrides: Over
 
 
 def read_config(model_dir: Path) -> dict:
-    path = Path(model_dir) / CONFIG_FILE
-    config = read_json(path, missing="not found; run `recon-submit targets train` first", invalid="not valid JSON")
-    if not isinstance(config, dict) or config.get("format") != FORMAT:
-        raise FileFormatError(f"{path}: not a {FORMAT} config")
-    return config
+    return read_format_json(Path(model_dir) / CONFIG_FILE, FORMAT,
+                            missing="not found; run `recon-submit targets train` first")

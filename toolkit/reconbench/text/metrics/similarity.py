@@ -1,0 +1,34 @@
+"""Embedding similarity (SoK App. B, the "macro" metric): mean cosine of all-MiniLM-L6-v2 embeddings.
+
+sim = mean_i cos(E(r_i), E(t_i)), E = sentence-transformers/all-MiniLM-L6-v2 (reconbench.text.minilm:
+pinned weights, mean pooling, L2-normalised, so the cosine is a dot product), each reconstruction r_i
+against its own target t_i. Cosine lies in [-1, 1]; on real text MiniLM's cosines are almost always >= 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+
+
+@lru_cache(maxsize=2)
+def _metric_embedder(device: str):
+    """One MiniLM per device for scoring; load_minilm() itself hands out fresh copies for fine-tuning."""
+    from reconbench.text.minilm import load_minilm
+
+    return load_minilm(device)
+
+
+def cosine_scores(reconstructions: Sequence[str], targets: Sequence[str], *, device: str = "cpu",
+                  batch_size: int = 64) -> list[float]:
+    if len(reconstructions) != len(targets):
+        raise ValueError(f"{len(reconstructions)} reconstructions for {len(targets)} targets")
+    embedder = _metric_embedder(str(device))
+    a = embedder.encode(list(reconstructions), batch_size=batch_size).double()
+    b = embedder.encode(list(targets), batch_size=batch_size).double()
+    return (a * b).sum(dim=1).tolist()
+
+
+def mean_similarity(reconstructions: Sequence[str], targets: Sequence[str], *, device: str = "cpu") -> float:
+    scores = cosine_scores(reconstructions, targets, device=device)
+    return sum(scores) / len(scores)
