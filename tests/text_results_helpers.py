@@ -50,7 +50,7 @@ def submitted_text_entry(work: Path, subs: Path, team: str, key: Path, texts, *,
     submitted as `recon-submit submit` does. `texts(target_texts) -> reconstruction texts`."""
     from reconbench.submissions.submit import submit_result
     from reconbench.text.files import load_text_splits, model_sha256
-    from reconbench.text.metrics import score_text
+    from reconbench.text.evaluation import score_pairs
     from reconbench.text.tracks import get_text_track
 
     track = get_text_track("lee-news")
@@ -62,7 +62,7 @@ def submitted_text_entry(work: Path, subs: Path, team: str, key: Path, texts, *,
     out = Path(tempfile.mkdtemp(prefix=f"text-run-{team}-{attack}-", dir=work)) / "result"
     make_text_result(out, key, list(zip(target.ids, recs)), attack=attack, role=role, scenario=scenario,
                      family="extraction" if attack == "complete" else "training",
-                     metrics=score_text(recs, target.texts), model_sha256=model_sha256(track, role),
+                     metrics=score_pairs(recs, target.texts), model_sha256=model_sha256(track, role),
                      target_set_sha256=target.sha256)
     return submit_result(out, team, root=subs, key_path=key, team_name=name).entry
 

@@ -35,7 +35,7 @@ TEXT_INFO = {
     "rouge_l": MetricInfo("rouge_l", "mean ROUGE-L F-measure of each reconstruction against its own target (rouge-score)",
                           "[0, 1]", "↑", "sample", "Lin, ACL 2004 workshop"),
     "similarity": MetricInfo("similarity", "mean cosine similarity of all-MiniLM-L6-v2 embeddings of each reconstruction "
-                             "and its own target", "[0, 1]", "↑", "sample", "SoK App. B; Reimers & Gurevych 2019"),
+                             "and its own target", "[-1, 1]", "↑", "sample", "SoK App. B; Reimers & Gurevych 2019"),
     "exact_match": MetricInfo("exact_match", "share of reconstructions equal to their own target", "[0, 1]", "↑",
                               "sample", "verbatim memorisation (Carlini et al. 2021)"),
 }
