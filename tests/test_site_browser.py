@@ -17,7 +17,7 @@ from __future__ import annotations
 import pytest
 
 from site_entries import REPO, build_site, evaluate_entry, local_server, make_key, submit_entry
-from text_results_helpers import hostile_texts, submitted_text_entry
+from text_results_helpers import hostile_texts, submitted_text_entry, text_parts_landed
 
 CHROMIUM = "/usr/bin/chromium"
 pytestmark = [
@@ -46,7 +46,8 @@ def site(tmp_path_factory):
         run = evaluate_entry(work, key, seed=seed, iterations=iters, scenario=scenario)
         submit_entry(run, subs, team, key, name=f"Team {team}", links=[f"https://example.org/{team}"])
     # A text entry (issue 16): its board draws a bar chart; its page shows hostile texts as text
-    submitted_text_entry(work, subs, "text-lab", key_a, hostile_texts, name="Text Lab")
+    if text_parts_landed():
+        submitted_text_entry(work, subs, "text-lab", key_a, hostile_texts, name="Text Lab")
     out = work / "public"
     out.mkdir()
     with local_server(out) as url:
@@ -212,6 +213,8 @@ def test_dark_mode_follows_the_system_and_the_toggle_recolours_charts(site, brow
 
 
 def test_text_board_charts_sorts_and_its_entry_page_shows_texts_as_text(site, desktop):
+    if not text_parts_landed():
+        pytest.skip("the text attacks or lee-news' target models are not on this checkout yet")
     desktop.goto(f"{site}/leaderboards/lee-news/")
     assert "Leaderboard: lee-news" in desktop.text_content("h1")
     desktop.wait_for_function("document.querySelectorAll('.rb-chart .barlayer .point').length >= 4")  # 4 metrics

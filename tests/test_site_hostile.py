@@ -19,7 +19,7 @@ from reconbench.results import RECONSTRUCTIONS_FILE, RESULT_FILE
 from reconbench.signing import load_private_key, sign_payload
 from site_entries import build_site, evaluate_entry, make_key, submit_entry
 from submission_helpers import git
-from text_results_helpers import HOSTILE_TEXTS, hostile_texts, submitted_text_entry
+from text_results_helpers import HOSTILE_TEXTS, hostile_texts, submitted_text_entry, text_parts_landed
 
 OWN_ATTACK = "zz-own-attack-name"
 FAILED_ATTACK = "zz-failed-attack-name"
@@ -109,11 +109,13 @@ def site(tmp_path_factory):
     (subs / "Evil.png").mkdir()
     (subs / "Evil.png" / "team.toml").write_text(f'name = "Evil"\nkeys = ["{mal_pub}"]\n')
     # 7. text entries (issue 16): markup, a CSV formula and a bidi override in the texts; a changed byte
-    text = submitted_text_entry(work, subs, "mallory", other, hostile_texts)
-    tampered = submitted_text_entry(work, subs, "mallory", other, lambda ts: [t.split()[0] for t in ts], attack="complete")
-    data = bytearray((tampered / "reconstructions.jsonl").read_bytes())
-    data[-3] ^= 1
-    (tampered / "reconstructions.jsonl").write_bytes(bytes(data))
+    text = tampered = None
+    if text_parts_landed():
+        text = submitted_text_entry(work, subs, "mallory", other, hostile_texts)
+        tampered = submitted_text_entry(work, subs, "mallory", other, lambda ts: [t.split()[0] for t in ts])
+        data = bytearray((tampered / "reconstructions.jsonl").read_bytes())
+        data[-3] ^= 1
+        (tampered / "reconstructions.jsonl").write_bytes(bytes(data))
     git(subs, "add", "-A")  # the pull request: everything hostile arrives after the honest entry
     git(subs, "commit", "-q", "-m", "hostile entries", "--date", "2000-01-01T00:00:00")
     out = work / "public"
@@ -195,6 +197,8 @@ def test_reference_baselines_beside_the_board(site):
 
 
 def test_text_entries_are_escaped_everywhere(site):
+    if site["text"] is None:
+        pytest.skip("the text attacks or lee-news' target models are not on this checkout yet")
     out, text = site["out"], site["text"]
     rows = {e["entry_id"]: e for e in json.loads((out / "downloads/text-leaderboard.json").read_text())["entries"]}
     assert rows[text.name]["trust"] == "re-scored" and rows[text.name]["position"] == 1

@@ -74,3 +74,16 @@ HOSTILE_TEXTS = ('<script>window.__xss=1</script>', '<img src=x onerror="window.
 def hostile_texts(targets: list[str]) -> list[str]:
     """Honest first-three-words reconstructions with markup, a formula and a bidi override appended."""
     return [" ".join(t.split()[:3]) + " " + HOSTILE_TEXTS[k % len(HOSTILE_TEXTS)] for k, t in enumerate(targets)]
+
+
+def text_parts_landed() -> bool:
+    """Whether the text attacks and lee-news' two target models are on this checkout (issue 16 items 1-2,
+    other owners): a valid text entry needs both. Until then the site tests leave their text entry out."""
+    try:
+        import reconbench.text.attacks  # noqa: F401
+        from reconbench.text.tracks import get_text_track
+
+        track = get_text_track("lee-news")
+        return track.generator is not None and track.embedder is not None
+    except ImportError:
+        return False
