@@ -19,6 +19,8 @@ class AttackInfo:
     target: str  # module:Class, imported only when the attack runs
     summary: str  # one sentence for the site's attack page
     version: str = "1"
+    modality: str = "image"  # "text": a reconbench.text.attacks class (TEXT_CATALOGUE), run on text tracks
+    role: str = ""  # text attacks: the track's target model it attacks ("generator" or "embedder")
 
     def load(self) -> type:
         import importlib
@@ -99,3 +101,24 @@ CATALOGUE: tuple[AttackInfo, ...] = (
 )
 
 BY_NAME: dict[str, AttackInfo] = {a.name: a for a in CATALOGUE}
+
+# Text attacks (the SoK's App. B) are listed apart: they run on text tracks only, through
+# reconbench.text.attacks (registered-only), and BY_NAME stays the image attacks' registry.
+TEXT_CATALOGUE: tuple[AttackInfo, ...] = (
+    AttackInfo(
+        "complete", "extraction", ("static/black-box/none",),
+        "Carlini et al., Extracting Training Data from Large Language Models, USENIX Security 2021 "
+        "(first-three-words prompts as in Wen et al., CCS 2024, and the SoK's App. B)",
+        "reconbench.text.attacks.complete:Complete",
+        "Prompts the target language model with the first three words of each target text and keeps its "
+        "greedy completion.", modality="text", role="generator",
+    ),
+    AttackInfo(
+        "vec2text", "training", ("static/black-box/same",),
+        "Morris et al., Text Embeddings Reveal (Almost) As Much As Text, EMNLP 2023",
+        "reconbench.text.attacks.vec2text:Vec2Text",
+        "Trains a T5 inversion model and a corrector on auxiliary texts embedded through the target embedder, "
+        "then inverts the leaked target embeddings with a few correction steps.", modality="text", role="embedder",
+    ),
+)
+TEXT_BY_NAME: dict[str, AttackInfo] = {a.name: a for a in TEXT_CATALOGUE}

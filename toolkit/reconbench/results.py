@@ -64,7 +64,7 @@ def _absent(value: object) -> bool:
 class AttackInfo(Strict):
     name: Slug
     version: Annotated[str, StringConstraints(max_length=40)]
-    family: Literal["optimization", "training", "analysis"]
+    family: Literal["optimization", "training", "analysis", "extraction"]  # extraction: text Complete (SoK App. B)
     paper: ShortText
     code: ShortText = Field(description="module:Class of the attack, or file.py:Class for a user's own")
     config: dict[Annotated[str, StringConstraints(max_length=80)], ConfigValue] = Field(

@@ -25,9 +25,9 @@ def check_attack_class(cls: object, where: str) -> type[Attack]:
         raise AttackError(f"{where}: the class does not implement {missing}() (see docs: Write your own attack)")
     if not isinstance(cls.name, str) or not re.match(NAME_PATTERN, cls.name):
         raise AttackError(f"{where}: name {cls.name!r} must match {NAME_PATTERN} (lower case, digits, . _ -)")
-    from reconbench.catalogue import BY_NAME
+    from reconbench.catalogue import BY_NAME, TEXT_BY_NAME
 
-    builtin = BY_NAME.get(cls.name)
+    builtin = BY_NAME.get(cls.name) or TEXT_BY_NAME.get(cls.name)  # a text attack's name is taken too
     if builtin is not None and builtin.target != f"{cls.__module__}:{cls.__qualname__}":
         raise AttackError(f"{where}: name '{cls.name}' is taken by the built-in attack {builtin.target}; choose another")
     if cls.family not in get_args(Family):

@@ -138,3 +138,14 @@ def lee_splits() -> dict[str, TextSet]:
 def lee_corpus_texts() -> list[str]:
     """Every kept sentence of the corpus (all 300 documents): the public text the tokenizer learns from."""
     return [text for doc in document_sentences(read_lee_documents()) for _, text in doc]
+
+
+def lee_tokenizer_texts() -> list[str]:
+    """The text the generator's tokenizer learns from: every kept sentence of the documents that
+    gave no text to target or test (aux and the undealt documents). A public tokenizer learnt from
+    the target split would leak its rare words through the vocabulary, and one learnt from target
+    but not test would tilt the target-vs-test comparison; this one is blind to both."""
+    splits = lee_splits()
+    private = {i.split("-")[1] for name in ("target", "test") for i in splits[name].ids}
+    per_document = document_sentences(read_lee_documents())
+    return [text for doc in per_document for id_, text in doc if id_.split("-")[1] not in private]

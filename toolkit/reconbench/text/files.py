@@ -124,7 +124,8 @@ def _load_model(track: TextTrack, role: Role, architecture: str, device: str) ->
     if role == "generator":
         from reconbench.text.lm import load_lm_files
 
-        return load_lm_files(files, device=device)
+        model, tokenizer = load_lm_files(files, device=device)
+        return LanguageModel(model=model, tokenizer=tokenizer, device=device)
     from reconbench.text.embedder_recipe import load_embedder_delta
 
     return load_embedder_delta(files, device=device)
