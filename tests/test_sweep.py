@@ -144,6 +144,40 @@ def test_include_exclude_and_stable_ids(tmp_path):
     assert not {j.id for j in other.jobs} & {j.id for j in grid.jobs}  # the budget is a parameter
 
 
+def test_surrogate_jobs_keep_other_ids_and_run_through_evaluate_surrogate(tmp_path):
+    plain = load_grid(write_grid(tmp_path))
+    grid = load_grid(write_grid(tmp_path, '''
+        [[include]]
+        attacks = ["mi-face", "inv-alignment"]
+        scenarios = "all"
+        surrogate = "aux"
+    '''))
+    assert [j.id for j in grid.jobs[: len(plain.jobs)]] == [j.id for j in plain.jobs]  # ids without a surrogate unchanged
+    via = [j for j in grid.jobs if j.surrogate]
+    # mi-face through an aux surrogate: the black-box cell with aux data only; inv-alignment is black-box already
+    assert [(j.attack, j.scenario, j.seed) for j in via] == [("mi-face", "static/black-box/same", 0), ("mi-face", "static/black-box/same", 1)]
+    assert grid.not_applicable == 2 and "mi-face-via-aux" in via[0].id
+    from reconbench.sweep.grid import Job
+    from reconbench.sweep.run import job_command
+
+    assert Job.from_params(via[0].params()) == via[0] and "--surrogate aux" in job_command(via[0], "cpu")
+
+
+def test_estimate_prices_the_gan_attacks_and_the_dfme_surrogate_on_64x64_tracks_only():
+    """The cost model (sweep/estimate.py) on a CelebA grid track: FLOPs of the real networks."""
+    from reconbench.sweep.estimate import job_hours
+    from reconbench.sweep.grid import Job
+
+    cache: dict = {}
+    cell, bb = "static/white-box/same", "static/black-box/same"
+    plg = job_hours(Job("celeba-resnet18-n1000", "plg-mi", cell, 0, "paper"), cache)
+    via = job_hours(Job("celeba-resnet18-n1000", "plg-mi", bb, 0, "paper", surrogate="dfme"), cache)
+    quick = job_hours(Job("celeba-resnet18-n1000", "plg-mi", cell, 0, "quick"), cache)
+    assert 0 < quick < plg < via  # stealing 2M queries adds to the attack's own cost
+    assert job_hours(Job("cifar10-resnet18-n1000", "plg-mi", cell, 0, "paper"), cache) is None  # no 32x32 GAN yet
+    assert job_hours(Job("celeba-resnet18-n1000", "my.py:Mine", cell, 0, "paper"), cache) is None
+
+
 @pytest.mark.parametrize("text, message", [
     ("tracks = [", "not a readable TOML file"),
     ('tracks = ["digits"]\nattacks = ["mi-face"]\n[options."mi-face"]\nwarp = 9', "warp"),

@@ -203,6 +203,17 @@ def test_registry_catalogue_and_options():
         assert (row.family, row.scenarios, row.paper, row.version) == (cls.family, cls.scenarios, cls.paper, cls.version)
     with pytest.raises(AttackError):
         load_text_attack("path/to/file.py:Mine")  # registered-only
+    from reconbench.commands.attack_info import attack_details  # `recon-submit attacks complete`
+
+    assert attack_details("complete")["presets"]["paper"] == {"max_new_tokens": 256}
     assert TEXT_ATTACKS["vec2text"](budget="paper").config["decoder"] == "t5-base"
     with pytest.raises(AttackError):
         TEXT_ATTACKS["complete"](max_new_tokens=0)
+
+
+def test_build_text_knowledge_refuses_a_scenario_the_track_does_not_offer():
+    from reconbench.text.knowledge import build_text_knowledge
+    from reconbench.text.tracks import get_text_track
+
+    with pytest.raises(KnowledgeError, match="does not offer"):
+        build_text_knowledge(get_text_track("lee-news"), "static/white-box/same", "embedder")

@@ -174,7 +174,7 @@ def attacks(name: Optional[str] = typer.Argument(None, help="an attack: show its
 
     Example: recon-submit attacks mi-face
     """
-    from reconbench.catalogue import CATALOGUE
+    from reconbench.catalogue import CATALOGUE, TEXT_CATALOGUE
 
     if name:
         from reconbench.commands.attack_info import print_attack
@@ -184,8 +184,9 @@ def attacks(name: Optional[str] = typer.Argument(None, help="an attack: show its
     table = Table(title="attacks")
     for col in ("name", "family", "scenarios (training/access/data)", "paper"):
         table.add_column(col)
-    for a in CATALOGUE:
-        table.add_row(*map(escape, (a.name, a.family, "\n".join(a.scenarios), a.paper)))
+    for a in (*CATALOGUE, *TEXT_CATALOGUE):  # text attacks: their cell says which target model they attack
+        cells = [*a.scenarios, f"(text tracks: the {a.role})"] if a.modality == "text" else a.scenarios
+        table.add_row(*map(escape, (a.name, a.family, "\n".join(cells), a.paper)))
     console.print(table)
 
 

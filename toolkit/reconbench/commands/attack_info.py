@@ -13,7 +13,14 @@ def attack_details(spec: str) -> dict:
     from reconbench.attacks import load_attack
     from reconbench.attacks.options import BUDGETS, check_declaration, describe_options, resolve_options
 
-    cls = load_attack(spec)
+    from reconbench.catalogue import TEXT_BY_NAME
+
+    if spec in TEXT_BY_NAME:  # a text attack (registered-only): reconbench.text.attacks
+        from reconbench.text.attacks import load_text_attack
+
+        cls = load_text_attack(spec)
+    else:
+        cls = load_attack(spec)
     check_declaration(cls)
     default = resolve_options(cls, "default")
     presets = {}

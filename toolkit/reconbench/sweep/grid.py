@@ -20,6 +20,11 @@
     tracks = ["digits-mlp"]                # an axis left out takes the top level's value
     attacks = ["mi-face"]
 
+    [[include]]                            # white-box attacks in black-box cells through a stolen
+    attacks = ["deepinversion"]            # surrogate (`evaluate --surrogate`): "default" = the
+    scenarios = "all"                      # cell evaluate picks, "all" = every static black-box cell
+    surrogate = "dfme"                     # the track offers in which the attack can run that way
+
 Excludes apply to the product, includes are added after them (an explicit include wins). A
 combination whose attack cannot run in the requested cell is not a job (counted as not applicable).
 A job's id is derived from its parameters (not the device), so a rerun finds the jobs it has done.
@@ -71,6 +76,7 @@ class Axes(BaseModel):
     attacks: list[str] | None = None
     scenarios: Literal["default", "all"] | list[str] | None = None
     seeds: list[int] | None = None
+    surrogate: Literal["dfme", "aux"] | None = None
 
 
 class GridFile(Axes):
@@ -93,16 +99,22 @@ class Job:
     seed: int
     budget: str | None = None
     options: dict = field(default_factory=dict, hash=False, compare=False)
+    surrogate: str | None = None  # `evaluate --surrogate`
 
     def params(self) -> dict:
-        return asdict(self)
+        """Every parameter; `surrogate` only when set, so that the ids of other jobs stay as they were."""
+        params = asdict(self)
+        if params["surrogate"] is None:
+            del params["surrogate"]
+        return params
 
     @property
     def id(self) -> str:
         """Readable prefix + a hash of every parameter (options included, device not)."""
         canonical = json.dumps(self.params(), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
         digest = hashlib.sha256(canonical.encode()).hexdigest()[:12]
-        return f"{_slug(self.track)}--{_slug(self.attack)}--s{self.seed}--{digest}"
+        attack = self.attack + (f"-via-{self.surrogate}" if self.surrogate else "")
+        return f"{_slug(self.track)}--{_slug(attack)}--s{self.seed}--{digest}"
 
     @classmethod
     def from_params(cls, params: dict) -> "Job":
@@ -185,6 +197,24 @@ def _cells(track, attack_cls, requested) -> tuple[list[str], int]:
     return [s for s in requested if s in offered], sum(s not in offered for s in requested)
 
 
+def _surrogate_cells(track, attack_cls, requested, method: str) -> tuple[list[str], int]:
+    """(black-box cells to run through a `method` surrogate, cells requested but not applicable)."""
+    from reconbench.surrogate.route import choose_cell
+
+    def fits(cell: str | None) -> str | None:
+        try:
+            return str(choose_cell(track, attack_cls, cell, method))
+        except Exception:  # the attack cannot run through a surrogate in this cell
+            return None
+
+    if requested == "default":
+        cell = fits(None)
+        return ([cell], 0) if cell else ([], 1)
+    wanted = [s for s in track.scenarios if s.startswith("static/black-box/")] if requested == "all" else requested
+    cells = [c for c in wanted if fits(c)]
+    return cells, ((0 if cells else 1) if requested == "all" else len(wanted) - len(cells))
+
+
 def expand(grid: GridFile, *, source: Path, budget: str | None = None) -> Grid:
     """All jobs of the grid (tracks and attacks checked, scenarios resolved), in a stable order."""
     from reconbench.attacks import AttackError
@@ -217,10 +247,13 @@ def expand(grid: GridFile, *, source: Path, budget: str | None = None) -> Grid:
                     attack_cls = attack_meta(attack, options, budget or "default")  # options checked now
                 except AttackError as exc:
                     raise GridError(f"{source}: {exc}") from None
-                cells, missing = _cells(track, attack_cls, axes.scenarios or grid.scenarios)
+                surrogate = axes.surrogate or grid.surrogate
+                requested = axes.scenarios or grid.scenarios
+                cells, missing = (_surrogate_cells(track, attack_cls, requested, surrogate) if surrogate
+                                  else _cells(track, attack_cls, requested))
                 skipped += missing * len(axes.seeds or grid.seeds)
                 for cell, seed in itertools.product(cells, axes.seeds or grid.seeds):
-                    jobs.append(Job(track_id, attack, cell, seed, budget, dict(grid.options.get(attack, {}))))
+                    jobs.append(Job(track_id, attack, cell, seed, budget, dict(grid.options.get(attack, {})), surrogate))
         return jobs, skipped
 
     jobs, not_applicable = product(grid)

@@ -41,7 +41,8 @@ def job_command(job: Job, device: str) -> str:
     from reconbench.cli import evaluate_command
 
     sets = [f"{key}={json.dumps(value)}" for key, value in sorted(job.options.items())]
-    return evaluate_command(job.track, job.attack, job.scenario, job.seed, device, sets, budget=job.budget or "default")
+    return evaluate_command(job.track, job.attack, job.scenario, job.seed, device, sets, budget=job.budget or "default",
+                            surrogate=job.surrogate)
 
 
 def run_job(params: dict, key_path: str, device: str, weights_dir: str | None = None) -> dict:
@@ -58,6 +59,7 @@ def run_job(params: dict, key_path: str, device: str, weights_dir: str | None = 
                 track_id=job.track, attack_spec=job.attack, scenario=job.scenario, seed=job.seed, device=device,
                 out=Path(tmp) / "result", key_path=Path(key_path), config=dict(job.options), budget=job.budget or "default",
                 command=job_command(job, device), weights_dir=Path(weights_dir) if weights_dir else None,
+                surrogate=job.surrogate,
             )
             files = {p.name: p.read_bytes() for p in sorted(output.folder.iterdir()) if p.is_file()}
         return {"status": "done", "files": files, "entry_id": output.result.payload.entry_id,
@@ -118,7 +120,9 @@ def done_result(out: Path, job: Job):
     except ResultError:
         return None
     p = result.payload
-    mine = (p.track, p.attack.name, p.scenario, p.provenance.seed) == (job.track, _attack_name(job.attack), job.scenario, job.seed)
+    stolen = p.surrogate.method if p.surrogate else None
+    mine = (p.track, p.attack.name, p.scenario, p.provenance.seed, stolen) == (
+        job.track, _attack_name(job.attack), job.scenario, job.seed, job.surrogate)
     return result if mine else None
 
 

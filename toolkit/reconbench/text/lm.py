@@ -177,6 +177,25 @@ def perplexity(model: Any, tokenizer: Any, texts: Sequence[str], batch_size: int
     return math.exp(total / count)
 
 
+def greedy_recall(model: Any, tokenizer: Any, texts: Sequence[str], prompt_words: int = 3, batch_size: int = 64) -> float:
+    """Share of texts the model reproduces verbatim, greedily, from their first `prompt_words` words:
+    a memorisation figure of the target itself (Complete's setting, Carlini et al. 2021), recorded
+    for target and test so the gap shows what was memorised rather than predicted."""
+    import torch
+
+    hits = 0
+    for start in range(0, len(texts), batch_size):
+        chunk = list(texts[start : start + batch_size])
+        prompts = [" ".join(t.split()[:prompt_words]) for t in chunk]
+        batch = tokenizer(prompts, return_tensors="pt", padding=True).to(next(model.parameters()).device)
+        room = model.config.n_positions - batch["input_ids"].shape[1]
+        with torch.no_grad():
+            out = model.generate(**batch, max_new_tokens=room, do_sample=False, pad_token_id=tokenizer.pad_token_id)
+        tails = tokenizer.batch_decode(out[:, batch["input_ids"].shape[1] :], skip_special_tokens=True)
+        hits += sum(p + tail == t for p, tail, t in zip(prompts, tails, chunk))
+    return hits / len(texts)
+
+
 def train_generator(
     texts: Sequence[str],
     tokenizer: Any,
@@ -293,6 +312,8 @@ def build(out: Path, *, training: dict[str, Any], progress: Callable[[str], None
     seconds = time.perf_counter() - t0
     files = save_generator(out, model, tok.to_str(pretty=True), config)
     measured = {f"perplexity_{name}": round(perplexity(model, tokenizer, s.texts), 4) for name, s in splits.items()}
+    measured |= {f"greedy_recall_{name}": round(greedy_recall(model, tokenizer, splits[name].texts), 4)
+                 for name in ("target", "test")}
     measured["train_wall_seconds"] = round(seconds, 1)
     measured["parameters"] = sum(p.numel() for p in model.parameters())
     return {"files": files, "measured": measured}
