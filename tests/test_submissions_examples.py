@@ -16,7 +16,6 @@ ROOT = REPO / "submissions"
 # re-runs take 20-70 minutes on a shared 2-core machine); `recon-submit reproduce ENTRY --key K`
 # adds each record, and then the entry leaves this set.
 NOT_YET_REPRODUCED = {
-    "digits-deep-leakage-20261201035325-e3a2ec4d",
     "digits-deepinversion-20261201022553-97923559",
     "digits-updates-leak-20261201020453-4de0c379",
     "digits-inv-alignment-20261201020038-2ec17ff0",
