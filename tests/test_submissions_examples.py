@@ -12,9 +12,12 @@ REPO = Path(__file__).resolve().parents[1]
 ROOT = REPO / "submissions"
 
 
-# Image examples whose reproduction did not finish in the session that added the records (their
-# re-runs take 20-70 minutes on a shared 2-core machine); `recon-submit reproduce ENTRY --key K`
-# adds each record, and then the entry leaves this set.
+# Image examples without a reproduction record yet. Updates-Leak, Inv-Alignment and the default
+# DeepInversion: their re-runs take 20-70 minutes on the shared 2-core machine and did not finish in
+# the session that added the records. The DFME-surrogate DeepInversion entry did NOT reproduce: two
+# re-runs (1 and 2 threads) gave acc@1 0.548 / 0.514 and SSIM 0.470 / 0.482 against the claimed 0.628
+# and 0.499, and differ from each other, so its stealing route is not deterministic run to run (open).
+# `recon-submit reproduce ENTRY --key K` adds a record; then the entry leaves this set.
 NOT_YET_REPRODUCED = {
     "digits-deepinversion-20261201022553-97923559",
     "digits-updates-leak-20261201020453-4de0c379",
