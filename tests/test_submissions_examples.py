@@ -16,7 +16,8 @@ ROOT = REPO / "submissions"
 # DeepInversion: their re-runs take 20-70 minutes on the shared 2-core machine and did not finish in
 # the session that added the records. The DFME-surrogate DeepInversion entry did NOT reproduce: two
 # re-runs (1 and 2 threads) gave acc@1 0.548 / 0.514 and SSIM 0.470 / 0.482 against the claimed 0.628
-# and 0.499, and differ from each other, so its stealing route is not deterministic run to run (open).
+# and 0.499, and differ from each other. Likely cause (open): surrogate/route.py steal() builds the
+# student before DFME.steal seeds torch, so its initial weights depend on what the process drew before.
 # `recon-submit reproduce ENTRY --key K` adds a record; then the entry leaves this set.
 NOT_YET_REPRODUCED = {
     "digits-deepinversion-20261201022553-97923559",
