@@ -17,6 +17,7 @@ from __future__ import annotations
 import pytest
 
 from site_entries import REPO, build_site, evaluate_entry, local_server, make_key, submit_entry
+from text_results_helpers import hostile_texts, submitted_text_entry, text_parts_landed
 
 CHROMIUM = "/usr/bin/chromium"
 pytestmark = [
@@ -44,6 +45,9 @@ def site(tmp_path_factory):
     ]:
         run = evaluate_entry(work, key, seed=seed, iterations=iters, scenario=scenario)
         submit_entry(run, subs, team, key, name=f"Team {team}", links=[f"https://example.org/{team}"])
+    # A text entry (issue 16): its board draws a bar chart; its page shows hostile texts as text
+    if text_parts_landed():
+        submitted_text_entry(work, subs, "text-lab", key_a, hostile_texts, name="Text Lab")
     out = work / "public"
     out.mkdir()
     with local_server(out) as url:
@@ -206,3 +210,25 @@ def test_dark_mode_follows_the_system_and_the_toggle_recolours_charts(site, brow
         assert _luminance(page.evaluate("getComputedStyle(document.body).backgroundColor")) > 0.7
     finally:
         context.close()
+
+
+def test_text_board_charts_sorts_and_its_entry_page_shows_texts_as_text(site, desktop):
+    if not text_parts_landed():
+        pytest.skip("the text attacks or lee-news' target models are not on this checkout yet")
+    desktop.goto(f"{site}/leaderboards/lee-news/")
+    assert "Leaderboard: lee-news" in desktop.text_content("h1")
+    desktop.wait_for_function("document.querySelectorAll('.rb-chart .barlayer .point').length >= 4")  # 4 metrics
+    bleu = desktop.evaluate("""() => [...document.querySelector('#board-lee-news').tHead.rows[0].cells]
+        .findIndex(th => th.textContent.trim().startsWith('BLEU'))""")
+    assert bleu >= 0
+    header = f"#board-lee-news thead th:nth-child({bleu + 1})"
+    assert desktop.get_attribute(header, "data-better") == "higher"
+    desktop.click(header)
+    assert desktop.get_attribute(header, "aria-sort") == "descending"
+    desktop.click("#board-lee-news tbody a[title^='lee-news-complete']")
+    desktop.wait_for_function("!!document.querySelector('table.rb-text-pairs')")
+    cells = desktop.eval_on_selector_all("table.rb-text-pairs td.rb-text", "cs => cs.map(c => c.textContent)")
+    assert any("<script>window.__xss=1</script>" in c for c in cells) and any("\\u202e" in c for c in cells)
+    assert len(desktop.query_selector_all("table.rb-text-pairs tbody tr")) == 50
+    assert desktop.evaluate("window.__xss") is None  # no injected markup ran
+    desktop.screenshot(path=str(OUTPUT / "site-text-entry.png"), full_page=False)

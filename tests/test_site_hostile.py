@@ -19,6 +19,7 @@ from reconbench.results import RECONSTRUCTIONS_FILE, RESULT_FILE
 from reconbench.signing import load_private_key, sign_payload
 from site_entries import build_site, evaluate_entry, make_key, submit_entry
 from submission_helpers import git
+from text_results_helpers import HOSTILE_TEXTS, hostile_texts, submitted_text_entry, text_parts_landed
 
 OWN_ATTACK = "zz-own-attack-name"
 FAILED_ATTACK = "zz-failed-attack-name"
@@ -107,13 +108,21 @@ def site(tmp_path_factory):
                     edit=lambda p: p["provenance"].update(finished="9999-12-31T00:00:00Z"))
     (subs / "Evil.png").mkdir()
     (subs / "Evil.png" / "team.toml").write_text(f'name = "Evil"\nkeys = ["{mal_pub}"]\n')
+    # 7. text entries (issue 16): markup, a CSV formula and a bidi override in the texts; a changed byte
+    text = tampered = None
+    if text_parts_landed():
+        text = submitted_text_entry(work, subs, "mallory", other, hostile_texts)
+        tampered = submitted_text_entry(work, subs, "mallory", other, lambda ts: [t.split()[0] for t in ts])
+        data = bytearray((tampered / "reconstructions.jsonl").read_bytes())
+        data[-3] ^= 1
+        (tampered / "reconstructions.jsonl").write_bytes(bytes(data))
     git(subs, "add", "-A")  # the pull request: everything hostile arrives after the honest entry
     git(subs, "commit", "-q", "-m", "hostile entries", "--date", "2000-01-01T00:00:00")
     out = work / "public"
     proc = build_site(subs, out, rescore=True)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return dict(out=out, honest=honest, mal=mal, fabricated=fabricated, x=x_entries, own=own, failing=failing,
-                held=held, replay=replay, broken=[dup, inf, linked, future])
+                held=held, replay=replay, broken=[dup, inf, linked, future], text=text, tampered=tampered)
 
 
 def entries(out):
@@ -185,3 +194,26 @@ def test_reference_baselines_beside_the_board(site):
     aux = next(r for r in refs if r["kind"] == "aux" and r["cell"] == "static/*/same")
     assert 0.85 < aux["metrics"]["ssim"]["value"] < 0.95  # returning public data scores high on digits
     assert "reference: " in board  # the chart's horizontal lines carry their labels
+
+
+def test_text_entries_are_escaped_everywhere(site):
+    if site["text"] is None:
+        pytest.skip("the text attacks or lee-news' target models are not on this checkout yet")
+    out, text = site["out"], site["text"]
+    rows = {e["entry_id"]: e for e in json.loads((out / "downloads/text-leaderboard.json").read_text())["entries"]}
+    assert rows[text.name]["trust"] == "re-scored" and rows[text.name]["position"] == 1
+    assert rows[site["tampered"].name]["trust"] == "failed" and rows[site["tampered"].name]["position"] is None
+    page = (out / "entries" / "mallory" / text.name / "index.html").read_text(encoding="utf-8")
+    board = (out / "leaderboards/lee-news/index.html").read_text(encoding="utf-8")
+    assert "&lt;script&gt;window.__xss=1&lt;/script&gt;" in page and "Targets and reconstructions" in page
+    assert "\\u202e" in page  # the bidi override is shown as an escape, not applied
+    search = (out / "search/search_index.json").read_text(encoding="utf-8")
+    for where in (page, board, search):
+        assert "<script>window.__xss" not in where and "<img src=x onerror" not in where
+        assert "\u202e" not in where and 'href="javascript:' not in where
+    assert (out / "entries" / "mallory" / text.name / "reconstructions.jsonl").read_bytes() == \
+        (text / "reconstructions.jsonl").read_bytes()
+    csv = (out / "downloads/text-leaderboard.csv").read_text(encoding="utf-8")
+    assert all(not cell.startswith(("=", "+", "@")) for line in csv.splitlines() for cell in line.split(","))
+    assert not (out / "entries" / "mallory" / site["tampered"].name / "reconstructions.jsonl").exists()
+    assert HOSTILE_TEXTS[2] not in csv  # reconstructions are not exported as cells

@@ -125,6 +125,12 @@ def test_wrong_model_hash_and_wrong_count(board):
     assert any("|D_tar| = 500" in d for d in check.details)
 
 
+def test_more_queries_than_the_tracks_budget(board):
+    board.resign(lambda p: p["provenance"].update(queries=1_000_001))
+    check = failure(board.only())
+    assert check.name == "registry" and "provenance.queries is 1,000,001, more than track 'digits' allows (1,000,000" in check.message
+
+
 def test_registered_attack_name_with_other_code(board):
     board.resign(lambda p: p["attack"].update(code="mine.py:Better"))
     check = failure(board.only())

@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 from markupsafe import Markup
 
-from reconbench.leaderboard import baselines, charts, downloads, matrix, seeds
+from reconbench.leaderboard import baselines, charts, downloads, matrix, seeds, text_board
 from reconbench.leaderboard.reproduction import record_for as reproduction_record
 from reconbench.leaderboard.frame import (
     BOARD_METRICS,
@@ -120,6 +120,9 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
     t0 = time.perf_counter()
     reports = load_reports(root, rescore=rescore, device=device)
     timings["validate"] = time.perf_counter() - t0
+    # Text entries have boards, pages and exports of their own (leaderboard/text_board.py).
+    text_reports = [r for r in reports if text_board.is_text_report(r)]
+    reports = [r for r in reports if not text_board.is_text_report(r)]
 
     t1 = time.perf_counter()
     frame = entries_frame(reports)
@@ -281,6 +284,9 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
     pages.fragment("metric-table", "fragments/metric_table.html.j2")
     pages.fragment("text-metric-table", "fragments/text_metric_table.html.j2", metrics=TEXT_METRICS)
     pages.fragment("result-schema", "fragments/result_schema.html.j2", schema=schema, schema_file=downloads.SCHEMA_FILE)
+
+    text_frame = text_board.add_text_site(text_reports, pages, files, nav)
+    files.update(text_board.text_exports(text_frame))
 
     files.update(pages.markdown)
     timings["total"] = time.perf_counter() - t0

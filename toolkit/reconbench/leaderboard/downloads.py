@@ -35,7 +35,7 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet reads as
 TRUST_COLOR = {"reproduced": "brightgreen", "re-scored": "green", "signed": "yellow", "failed": "red"}
 
 
-def _plain(value):
+def plain(value):
     """JSON-ready scalar: NaN/NA -> None, timestamps -> ISO 8601, numpy -> Python."""
     if value is None or value is pd.NA or value is pd.NaT:
         return None
@@ -49,7 +49,7 @@ def _plain(value):
 
 
 def records(frame: pd.DataFrame) -> list[dict]:
-    return [{col: _plain(row[col]) for col in EXPORT} for _, row in frame.iterrows()]
+    return [{col: plain(row[col]) for col in EXPORT} for _, row in frame.iterrows()]
 
 
 def leaderboard_json(frame: pd.DataFrame, references: dict | None = None) -> str:
@@ -68,7 +68,12 @@ def leaderboard_json(frame: pd.DataFrame, references: dict | None = None) -> str
 
 
 def leaderboard_csv(frame: pd.DataFrame) -> str:
-    out = frame[EXPORT].copy()
+    return neutralised_csv(frame, EXPORT)
+
+
+def neutralised_csv(frame: pd.DataFrame, columns: list[str]) -> str:
+    """`columns` of `frame` as CSV, dates in ISO 8601, formula-like text cells neutralised (below)."""
+    out = frame[columns].copy()
     out["date"] = out["date"].map(lambda d: None if pd.isna(d) else d.isoformat())
     # A cell starting with = + - @ is a formula to a spreadsheet (CSV injection): team names and
     # commands come from contributors, so such text cells get a leading apostrophe.

@@ -178,7 +178,12 @@ def make_env() -> Environment:
     )
     env.filters.update(metric=metric_cell, claimed=claimed_cell, sortval=sort_value, date=date_text, link=rb_link,
                        attack_page=attack_page, external=external_url, pretty_json=pretty_json, caveated=caveated)
-    env.globals.update(METRICS=METRICS, LABELS=LABELS, BOARD_METRICS=BOARD_METRICS, KNOWLEDGE=KNOWLEDGE,
+    from reconbench.leaderboard.text_board import TEXT_INFO, TEXT_LABELS, visible
+
+    env.filters.update(visible=visible)  # contributor text in text tables: controls and bidi shown, capped
+    # The text metrics join the lookups the shared macros use (board columns, ↑/↓); image pages never list them.
+    env.globals.update(METRICS={**METRICS, **TEXT_INFO}, LABELS={**LABELS, **TEXT_LABELS}, BOARD_METRICS=BOARD_METRICS,
+                       KNOWLEDGE=KNOWLEDGE,
                        TRUST_TEXT=TRUST_TEXT, readme=render_readme, notna=pd.notna,
                        metric_order=metric_order)
     return env

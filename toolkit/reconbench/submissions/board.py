@@ -25,7 +25,8 @@ from collections import defaultdict
 from datetime import date, datetime, timezone
 from pathlib import Path
 
-from reconbench.results import RECONSTRUCTIONS_FILE, RESULT_FILE, ResultError, parse_result_json, payload_dict
+from reconbench.results import RECONSTRUCTIONS_FILE, RESULT_FILE, ResultError, payload_dict
+from reconbench.text.results import parse_any_result
 from reconbench.signing import SigningError, verify_payload
 from reconbench.submissions.layout import SIZE_CAPS, discover_entries, lexical
 from reconbench.submissions.team import Team, TeamError, load_team
@@ -112,7 +113,7 @@ class Board:
                 if (os.path.islink(entry) or not stat.S_ISREG(st.st_mode) or st.st_nlink > 1
                         or st.st_size > SIZE_CAPS[RESULT_FILE]):
                     continue
-                result = parse_result_json(file)
+                result = parse_any_result(file)  # image or text entries
                 team = self._team(entry.parent, teams)
                 if team is None:
                     continue

@@ -4,6 +4,7 @@
 submissions/<team>/team.toml                      display name, links, contact, public keys
 submissions/<team>/<entry-id>/result.json         the signed result
 submissions/<team>/<entry-id>/reconstructions.safetensors   (or a pinned Hub reference in result.json)
+submissions/<team>/<entry-id>/reconstructions.jsonl         a text entry's reconstructions instead (text/jsonl.py)
 submissions/<team>/<entry-id>/README.md           optional: method, code link, notes
 submissions/<team>/<entry-id>/attack/*.py         a bring-your-own attack's source (its sha256 is signed)
 submissions/<team>/<entry-id>/reproduction.json   a reproducer's signed record (recon-submit reproduce)
@@ -24,15 +25,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reconbench.results import RECONSTRUCTIONS_FILE, RESULT_FILE
+from reconbench.text.jsonl import MAX_FILE_BYTES as TEXT_RECONSTRUCTIONS_CAP
+from reconbench.text.jsonl import TEXT_RECONSTRUCTIONS_FILE
 
 DEFAULT_ROOT = Path("submissions")
 TEAM_FILE = "team.toml"
 README_FILE = "README.md"
 REPRODUCTION_FILE = "reproduction.json"  # a reproducer's signed record (reconbench.reproduction.record)
 ATTACK_DIR = "attack"  # a bring-your-own attack's source (reconbench.attack_source): the one sub-folder allowed
-ENTRY_FILES = (RESULT_FILE, RECONSTRUCTIONS_FILE, README_FILE, REPRODUCTION_FILE)
+ENTRY_FILES = (RESULT_FILE, RECONSTRUCTIONS_FILE, TEXT_RECONSTRUCTIONS_FILE, README_FILE, REPRODUCTION_FILE)
 ROOT_FILES = (README_FILE,)  # a page that explains the folder may sit at submissions/README.md
-ALLOWED_SUFFIXES = (".json", ".toml", ".md", ".safetensors")
+ALLOWED_SUFFIXES = (".json", ".toml", ".md", ".safetensors", ".jsonl")
 
 # Size caps, checked with lstat before a byte is read (a sparse 2 GB file costs nothing to refuse).
 SIZE_CAPS = {
@@ -46,6 +49,8 @@ SIZE_CAPS = {
     # and refuses files over 100 MB. Larger sets go to the Hub, pinned in result.json (repo, revision,
     # sha256), where the cap is the exact size the signed count and shape imply (see reconstructions).
     RECONSTRUCTIONS_FILE: 64 * 1024 * 1024,
+    # A text entry's reconstructions (reconbench.text.jsonl states why 32 MiB).
+    TEXT_RECONSTRUCTIONS_FILE: TEXT_RECONSTRUCTIONS_CAP,
 }
 
 # Formats that can carry a pickle (and so run code when loaded). Refused by name here, and by

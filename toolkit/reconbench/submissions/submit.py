@@ -18,7 +18,8 @@ from pathlib import Path
 from reconbench.hub import HubError, download_pinned
 from reconbench.io import sha256_file
 from reconbench.io import atomic_dir
-from reconbench.results import RECONSTRUCTIONS_FILE, RESULT_FILE, HubReference, ResultFile, Signature, verify_result_dir
+from reconbench.results import RECONSTRUCTIONS_FILE, RESULT_FILE, HubReference, ResultFile, Signature
+from reconbench.text.results import verify_any_result_dir
 from reconbench.signing import default_key_path, key_id, load_private_key, public_key_b64, sign_payload
 from reconbench.submissions.layout import DEFAULT_ROOT, README_FILE, SIZE_CAPS, TEAM_FILE, TEAM_SLUG, lexical
 from reconbench.submissions.team import TeamError, load_team, read_capped, team_file, write_team
@@ -82,18 +83,23 @@ def submit_result(result_dir: Path, team: str, *, root: Path = DEFAULT_ROOT, key
     if not TEAM_SLUG.fullmatch(team):
         raise SubmitError(f"team '{team}': use lower-case ASCII letters, digits and inner hyphens (1-40 characters)")
     result_dir = Path(result_dir)
-    result = verify_result_dir(result_dir)  # ResultError: names the file and the problem
+    result = verify_any_result_dir(result_dir)  # image or text; ResultError: names the file and the problem
+    recon_file = result.payload.reconstructions.file  # reconstructions.safetensors, or .jsonl for a text result
+    in_git = getattr(result.payload.reconstructions, "hub", None) is None
     key = load_private_key(key_path or default_key_path())
     public = public_key_b64(key.public_key())
     if public != result.signature.public_key:
         raise SubmitError(f"{result_dir / RESULT_FILE} was signed by key {result.signature.key_id}, but "
                           f"{key_path or default_key_path()} is key {key_id(public)}: submit with the key that signed it")
-    local_recon = result_dir / RECONSTRUCTIONS_FILE
+    local_recon = result_dir / recon_file
+    if hub is not None and recon_file != RECONSTRUCTIONS_FILE:
+        raise SubmitError(f"{result_dir / RESULT_FILE}: a text result's reconstructions.jsonl is kept in git "
+                          "(capped at 32 MiB); --hub-repo is for image reconstructions")
     if hub is not None:
         result = _with_hub(result, hub, key, local_recon)
-    elif result.payload.reconstructions.hub is None:
+    elif in_git:
         size = local_recon.stat().st_size
-        cap = SIZE_CAPS[RECONSTRUCTIONS_FILE]
+        cap = SIZE_CAPS[recon_file]
         if size > cap:
             raise SubmitError(f"{local_recon}: {size:,} bytes, over the {cap:,}-byte cap for files kept in git; "
                               "upload it to the Hub and pass its repo and commit (--hub-repo, --hub-revision)")
@@ -142,9 +148,9 @@ def submit_result(result_dir: Path, team: str, *, root: Path = DEFAULT_ROOT, key
     with atomic_dir(entry) as tmp:
         (tmp / RESULT_FILE).write_text(
             json.dumps(result.model_dump(mode="json"), indent=2, sort_keys=True, allow_nan=False) + "\n", encoding="utf-8")
-        if result.payload.reconstructions.hub is None:
-            shutil.copyfile(local_recon, tmp / RECONSTRUCTIONS_FILE)
-            if sha256_file(tmp / RECONSTRUCTIONS_FILE) != result.payload.reconstructions.sha256:
+        if getattr(result.payload.reconstructions, "hub", None) is None:
+            shutil.copyfile(local_recon, tmp / recon_file)
+            if sha256_file(tmp / recon_file) != result.payload.reconstructions.sha256:
                 raise SubmitError(f"{local_recon}: changed while it was being copied")
         if readme_bytes is not None:
             (tmp / README_FILE).write_bytes(readme_bytes)

@@ -3,6 +3,8 @@
     1 structure  2 schema  3 signature  4 registry  5 reconstructions  6 rescore  7 copies  8 nearcopies
     9 duplicates  10 reproduction (the shipped attack source; a reproducer's signed record lifts trust
     to "reproduced")
+A text entry (payload.modality "text") runs the text versions of 4-8 (checks/text_entry.py,
+checks/text_scores.py; the copy rule is submissions/textcopy.py).
 
 Trust (docs/architecture.md): "failed" if any check fails; "held" if more than a stated share of the
 reconstructions are near-copies of public images (checks/nearcopies.py), unless reproduced;
@@ -22,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reconbench.results import ResultFile
+from reconbench.text.results import TextResultFile
 from reconbench.submissions.board import Board
 from reconbench.submissions.checks import (
     copies,
@@ -34,6 +37,8 @@ from reconbench.submissions.checks import (
     schema,
     signature,
     structure,
+    text_entry,
+    text_scores,
 )
 from reconbench.submissions.keys import key_changes
 from reconbench.submissions.checks.base import Check, CheckFailed, Context, TrustLevel
@@ -53,6 +58,14 @@ STAGES: list[tuple[str, Callable[[Context], list[Check]]]] = [
     ("reproduction", reproduction.check),
 ]
 TEAM_STAGES = STAGES[:2]  # a team folder without entries: its layout and its team.toml
+# A text entry (payload.modality "text") runs these in place of the image stages of the same name.
+TEXT_STAGES: dict[str, Callable[[Context], list[Check]]] = {
+    "registry": text_entry.registry,
+    "reconstructions": text_entry.reconstructions,
+    "rescore": text_scores.rescore,
+    "copies": text_scores.copies,
+    "nearcopies": text_scores.nearcopies,
+}
 
 
 @dataclass
@@ -62,7 +75,7 @@ class EntryReport:
     path: Path
     trust: TrustLevel
     checks: list[Check]
-    result: ResultFile | None = None
+    result: ResultFile | TextResultFile | None = None
     team_info: Team | None = None
     readme: str | None = None
     unverified: list[str] = field(default_factory=list)  # claimed metrics not recomputable here
@@ -125,6 +138,8 @@ def run_checks(unit: Unit, root: Path, board: Board, *, rescore: bool = True, de
         if stopped:
             checks.append(Check(name, "not-run", "skipped: an earlier check failed"))
             continue
+        if isinstance(ctx.result, TextResultFile):
+            stage = TEXT_STAGES.get(name, stage)
         try:
             produced = stage(ctx)
         except CheckFailed as exc:

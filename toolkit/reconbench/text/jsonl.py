@@ -25,6 +25,7 @@ from pathlib import Path
 from reconbench.results import strict_json_loads
 from reconbench.text.items import TextItem, TextSet, jsonl_bytes
 
+TEXT_RECONSTRUCTIONS_FILE = "reconstructions.jsonl"
 MAX_FILE_BYTES = 32 * 1024 * 1024
 MAX_LINE_BYTES = 64 * 1024
 MAX_ITEMS = 100_000

@@ -8,7 +8,7 @@ ed25519 over RFC 8785), so one changed byte of either file is caught by `verify`
 
 What differs from an image payload: `modality`, `role` (the target model the attack ran against:
 "generator" for Complete, "embedder" for Vec2Text), the text metrics (bleu, rouge_l, similarity,
-exact_match, each in [0, 1], higher = stronger attack; no coverage: each reconstruction is scored
+exact_match; shares in [0, 1], similarity a mean cosine in [-1, 1]; higher = stronger attack; no coverage: each reconstruction is scored
 against its own target), and no surrogate. An image payload has no `modality` key, so the schema of
 every image result already signed stays as it was.
 """
@@ -43,12 +43,20 @@ from reconbench.results import (
 )
 from reconbench.signing import SigningError, sign_payload, verify_payload
 from reconbench.text.items import TextItem, TextSet, jsonl_bytes
-from reconbench.text.jsonl import MAX_FILE_BYTES, MAX_ITEMS, TextFileError, read_jsonl
+from reconbench.text.jsonl import MAX_FILE_BYTES, MAX_ITEMS, TEXT_RECONSTRUCTIONS_FILE, TextFileError, read_jsonl
 
-TEXT_RECONSTRUCTIONS_FILE = "reconstructions.jsonl"
 # The metrics a text result may claim (reconbench.text.metrics computes them): all in [0, 1], all ↑.
 TEXT_METRIC_NAMES = ("bleu", "rouge_l", "similarity", "exact_match")
+# similarity is a mean cosine, which can be negative; the others are shares and F-measures.
+TEXT_METRIC_RANGES = {"bleu": (0.0, 1.0), "rouge_l": (0.0, 1.0), "similarity": (-1.0, 1.0), "exact_match": (0.0, 1.0)}
 TEXT_SCENARIO = r"^static/(white-box|black-box)/(none|similar|same)$"  # the SoK's text attacks are static
+
+
+class TextAttackInfo(AttackInfo):
+    """AttackInfo with the text attacks' families: Complete is an extraction attack (Carlini et al.), which
+    is none of the SoK's three image families; Vec2Text trains an inverter ("training")."""
+
+    family: Literal["extraction", "training", "optimization", "analysis"]
 
 
 class TextReconstructionsInfo(Strict):
@@ -66,7 +74,7 @@ class TextPayload(Strict):
     scenario: Annotated[str, StringConstraints(pattern=TEXT_SCENARIO)]
     role: Literal["generator", "embedder"] = Field(description="the target model attacked: Complete the generator, "
                                                                "Vec2Text the embedder")
-    attack: AttackInfo
+    attack: TextAttackInfo
     target: TargetIdentity = Field(description="model_sha256: the role's weight file; target_set_sha256: the "
                                                "target split's TextSet.sha256")
     metrics: dict[str, MetricResult]
@@ -79,8 +87,9 @@ class TextPayload(Strict):
         for name, result in metrics.items():
             if name not in TEXT_METRIC_NAMES:
                 raise ValueError(f"unknown text metric '{name}' (known: {', '.join(TEXT_METRIC_NAMES)})")
-            if result.value is not None and not 0.0 <= result.value <= 1.0:
-                raise ValueError(f"metric '{name}' = {result.value} is outside its range [0, 1]")
+            low, high = TEXT_METRIC_RANGES[name]
+            if result.value is not None and not low <= result.value <= high:
+                raise ValueError(f"metric '{name}' = {result.value} is outside its range [{low:g}, {high:g}]")
             if result.coverage is not None:
                 raise ValueError(f"metric '{name}': text metrics have no coverage (each text is scored against its own target)")
             if result.note is not None and len(result.note) > NOTE_MAX:

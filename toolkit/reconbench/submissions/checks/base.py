@@ -62,6 +62,9 @@ class Context:
     recon_path: Path | None = None
     images: np.ndarray | None = None
     labels: np.ndarray | None = None
+    texts: object | None = None  # a text entry's reconstructions (reconbench.text.items.TextSet), as signed
+    target_texts: object | None = None  # a text entry's target split (TextSet), loaded by the text registry check
+    text_flags: object | None = None  # the text copy rule's flags and pool names (checks/text_scores.py), computed once
     rescored: bool = False  # every claimed metric recomputed and within tolerance
     unverified: list[str] = field(default_factory=list)  # claimed metrics that could not be recomputed here
     held_reason: str | None = None  # set by the near-copy check: the entry is listed, not ranked

@@ -15,6 +15,7 @@ from reconbench.io import sha256_file
 from reconbench.io import FileFormatError, load_arrays
 from reconbench.results import RECONSTRUCTIONS_FILE
 from reconbench.submissions.checks.base import Check, CheckFailed, Context
+from reconbench.text.jsonl import TEXT_RECONSTRUCTIONS_FILE
 
 # safetensors = 8-byte header length + JSON header + raw data. The header of our two tensors is
 # ~150 bytes; 64 KB leaves room for metadata and still bounds what we read to what was signed.
@@ -46,6 +47,8 @@ def _locate(ctx: Context) -> tuple[Path, str]:
 def check(ctx: Context) -> list[Check]:
     info = ctx.result.payload.reconstructions
     track = ctx.track
+    if os.path.lexists(ctx.entry_dir / TEXT_RECONSTRUCTIONS_FILE):
+        raise CheckFailed(f"{ctx.entry_dir / TEXT_RECONSTRUCTIONS_FILE}: a text entry's file in an image entry")
     path, where = _locate(ctx)
     need = expected_bytes(info.count, tuple(info.shape))
     size = path.stat().st_size

@@ -4,6 +4,7 @@
 - target.model_sha256 is the registry's target_model_sha256, target.target_set_sha256 its
   target_set_sha256 (static) or update_set_sha256 (dynamic: D_tar is the update set, SoK Def. 3.2);
 - reconstructions.count is |D_tar| of that scenario and reconstructions.shape the track's input shape;
+- the queries recorded (provenance, and a surrogate's stealing) are within the track's query budget;
 - the attack fits the scenario:
   * a registered attack name must carry the registered family and code reference, and one of its
     declared cells must be allowed by the scenario (knowledge.check_attack_fits, as evaluate does);
@@ -84,6 +85,11 @@ def check(ctx: Context) -> list[Check]:
                         "(the SoK's size rule: exactly one reconstruction per target)")
     if tuple(info.shape) != tuple(track.input_shape):
         problems.append(f"reconstructions.shape is {list(info.shape)}, the track's images are {list(track.input_shape)}")
+    spent = [("provenance.queries", payload.provenance.queries),
+             ("surrogate.queries", payload.surrogate.queries if payload.surrogate else None)]
+    for field, queries in spent:  # the track's budget (registry query_budget) held every run of the track
+        if queries is not None and queries > track.query_budget:
+            problems.append(f"{field} is {queries:,}, more than track '{track.id}' allows ({track.query_budget:,}, its query budget)")
     attack_problem = _attack_problem(ctx, scenario)
     if attack_problem:
         problems.append(attack_problem)

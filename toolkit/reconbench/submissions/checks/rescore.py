@@ -60,6 +60,12 @@ TOLERANCES = {
     "acc_top5": Tolerance(items=1, why="one reconstruction's label"),
     # squared feature distances in float32, accumulated in float64
     "knn_dist": Tolerance(rel=1e-4, why="float32 features of the evaluation model"),
+    # Text metrics (reconbench.text.metrics): BLEU, ROUGE-L and exact match count strings, so any
+    # machine recomputes them exactly; similarity averages float32 MiniLM cosines.
+    "bleu": Tolerance(abs=1e-9, why="n-gram counts: exact"),
+    "rouge_l": Tolerance(abs=1e-9, why="longest common subsequences: exact"),
+    "exact_match": Tolerance(abs=1e-9, why="string equality: exact"),
+    "similarity": Tolerance(abs=1e-4, why="float32 MiniLM embeddings"),
 }
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import unicodedata
 
-from reconbench.results import RESULT_FILE, ResultError, parse_result_json
+from reconbench.results import RESULT_FILE, ResultError
+from reconbench.text.results import parse_any_result
 from reconbench.submissions.checks.base import Check, CheckFailed, Context
 from reconbench.submissions.layout import README_FILE, SIZE_CAPS, show
 from reconbench.submissions.team import TeamError, load_team, read_capped
@@ -41,7 +42,7 @@ def check(ctx: Context) -> list[Check]:
         return [Check("schema", "pass", f"team.toml: '{ctx.team.name}', {len(ctx.team.keys)} key(s)")]
     path = ctx.entry_dir / RESULT_FILE
     try:
-        ctx.result = parse_result_json(path, max_bytes=SIZE_CAPS[RESULT_FILE])
+        ctx.result = parse_any_result(path, max_bytes=SIZE_CAPS[RESULT_FILE])  # image or text (payload.modality)
     except ResultError as exc:
         raise CheckFailed(str(exc)) from None
     except RecursionError:

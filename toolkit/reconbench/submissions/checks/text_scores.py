@@ -1,0 +1,89 @@
+"""Checks 6-8 for a text entry: re-score, copies, near-copies.
+
+rescore: reconbench.text.metrics.score_text on (reconstruction, its own target) pairs aligned by id,
+exactly as evaluate_text ran it; each claimed metric is compared under checks/rescore.py's policy
+and tolerances (strings are scored exactly; the MiniLM similarity within 1e-4).
+copies / nearcopies: the text copy rule (submissions/textcopy.py): a copy of a public text that is
+not the reconstruction's own target fails the entry; more than HELD_SHARE near copies hold it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from reconbench.submissions.checks.base import Check, CheckFailed, Context
+from reconbench.submissions.checks.rescore import compare
+from reconbench.submissions.nearcopy import HELD_SHARE
+
+SHOW = 10
+EVIDENCE_ROWS = 32
+
+
+def rescore(ctx: Context) -> list[Check]:
+    if not ctx.rescore:
+        return [Check("rescore", "not-run", "re-scoring switched off (--no-rescore): metrics unverified")]
+    from reconbench.text.evaluation import score_against
+
+    try:
+        report = score_against(ctx.texts, ctx.target_texts, device=ctx.device)
+    except (ImportError, OSError) as exc:
+        return [Check("rescore", "fail", f"cannot re-score the texts here: {exc}")]
+    claimed = ctx.result.payload.metrics
+    n = len(ctx.target_texts)
+    checks = [compare(name, claimed.get(name), actual, n, n) for name, actual in report.items()]
+    for name in sorted(set(claimed) - set(report)):
+        checks.append(Check(f"rescore.{name}", "fail", f"claimed {claimed[name].value}, but this toolkit has no such text metric"))
+    ctx.unverified = [k for k, a in report.items() if a.status != "computed" and k in claimed and claimed[k].status == "computed"]
+    ctx.rescored = all(c.status != "fail" for c in checks) and not ctx.unverified
+    return checks
+
+
+def _pool(ctx: Context):
+    from reconbench.submissions.textcopy import public_text_space
+
+    return public_text_space(ctx.track.id, ctx.track.splits_sha256.get("target"))
+
+
+def _flags(ctx: Context):
+    if ctx.text_flags is None:
+        from reconbench.submissions.textcopy import flag
+
+        space, threshold, names = _pool(ctx)
+        ctx.text_flags = (flag(space, threshold, ctx.texts.texts, ctx.target_texts.texts), names)
+    return ctx.text_flags
+
+
+def _id(ctx: Context, i: int) -> str:
+    return ctx.texts.ids[i]
+
+
+def copies(ctx: Context) -> list[Check]:
+    flags, names = _flags(ctx)
+    hits = np.flatnonzero(flags.copy)
+    if hits.size:
+        lines = [f"reconstruction {_id(ctx, i)!r} = public text {names[flags.where[i]]!r} (not its target; "
+                 "equal after normalisation)" for i in hits]
+        shown = ", ".join(repr(_id(ctx, i)) for i in hits[:SHOW]) + (", ..." if hits.size > SHOW else "")
+        raise CheckFailed(f"{hits.size} of {len(flags.copy)} reconstructions are copies of public "
+                          f"{ctx.track.dataset} texts that are not their targets: ids {shown}", lines)
+    return [Check("copies", "pass", f"no reconstruction equals (after normalisation) a public text other than its "
+                                    f"target, among {len(names)} public texts")]
+
+
+def nearcopies(ctx: Context) -> list[Check]:
+    flags, names = _flags(ctx)
+    hits = np.flatnonzero(flags.near)
+    limit = f"word 1-2-gram Jaccard >= {flags.threshold:.3g} and above the similarity to its own target"
+    if flags.near_share <= HELD_SHARE:
+        return [Check("nearcopies", "pass", f"{hits.size} of {len(flags.near)} reconstructions near a public text "
+                                            f"that is not their target ({limit}); an entry is held above {HELD_SHARE:.0%}")]
+    order = hits[np.argsort(-flags.similarity[hits])]
+    rows = [dict(index=int(i), id=_id(ctx, i), public=names[flags.where[i]], similarity=float(flags.similarity[i]),
+                 own=float(flags.own[i])) for i in order[:EVIDENCE_ROWS]]
+    ctx.evidence = {"flagged": int(hits.size), "total": len(flags.near), "rows": rows, "modality": "text"}
+    ctx.held_reason = (f"near-copies of public texts: {hits.size} of {len(flags.near)} reconstructions "
+                       f"({flags.near_share:.1%}, more than {HELD_SHARE:.0%}) are nearer another public text than "
+                       f"their own target ({limit}); not ranked until reproduced")
+    details = [f"reconstruction {r['id']!r} ~ public text {r['public']!r} (similarity {r['similarity']:.3f}, "
+               f"to its own target {r['own']:.3f})" for r in rows]
+    return [Check("nearcopies", "warn", f"held: {ctx.held_reason}", details)]

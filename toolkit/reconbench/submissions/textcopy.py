@@ -1,0 +1,154 @@
+"""The text copy rule: a reconstruction equal or nearly equal to a public text that is not its target.
+
+A text attack answers one target per id, so the question is not "is this close to *a* public
+text" (Complete recovering its own target exactly is the attack working) but "is it a copy of
+*another* public text": an aux sentence returned verbatim, another target's text put under this
+id, a test sentence. The public pool is every split of the track (target, aux, test: the whole
+public corpus the toolkit ships or downloads), as for images (checks/copies.py).
+
+- normalise(t): Unicode NFKC, case-folded, every run of characters that are not letters or digits
+  replaced by one space, stripped. So punctuation, spacing, case and width variants do not make a
+  copy "new".
+- copy (fails the entry, as an exact image copy does): normalise(reconstruction) equals
+  normalise(p) for a public text p whose normal form differs from that of the reconstruction's own
+  target. A public text identical to the reconstruction's own target is its target, not something else.
+- near copy: similarity = Jaccard index of the two texts' sets of word 1- and 2-grams (of the
+  normal form). A reconstruction r of target t is near a public text p != t when
+  sim(r, p) >= THRESHOLD and sim(r, p) > sim(r, t): closer to another public text than to its own
+  target. THRESHOLD is calibrated on the public pool itself like the image near-copy thresholds
+  (submissions/nearcopy.py): the PERCENTILE-th percentile, from the top, of each distinct public
+  text's similarity to its most similar other public text, so only ~1% of public texts are that
+  close to another one. An entry with more than HELD_SHARE of its reconstructions near a public
+  text is held (listed with the evidence, not ranked) until reproduced, as for images.
+Empty reconstructions are never copies (they copy nothing).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from reconbench.submissions.nearcopy import HELD_SHARE  # noqa: F401 - the same share as images (checks/text_copies.py)
+
+PERCENTILE = 1.0  # from the top: the 99th percentile of nearest-neighbour similarity (as nearcopy.PERCENTILE)
+_NON_WORD = re.compile(r"[\W_]+")
+
+
+def normalise(text: str) -> str:
+    return _NON_WORD.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+
+
+def shingles(text: str) -> set[str]:
+    """Word 1- and 2-grams of the normal form."""
+    words = normalise(text).split()
+    return set(words) | {f"{a} {b}" for a, b in zip(words, words[1:])}
+
+
+class ShingleSpace:
+    """Jaccard similarity of query texts against a fixed list of texts, as sparse matrix products."""
+
+    def __init__(self, texts: list[str]):
+        self.texts = texts
+        self.normal = [normalise(t) for t in texts]
+        self.index: dict[str, list[int]] = {}  # normal form -> rows holding it
+        for j, norm in enumerate(self.normal):
+            self.index.setdefault(norm, []).append(j)
+        self.vocab: dict[str, int] = {}
+        self.matrix = self._rows([shingles(t) for t in texts], grow=True)
+        self.sizes = np.asarray(self.matrix.sum(axis=1)).ravel()
+
+    def _rows(self, sets: list[set[str]], grow: bool = False):
+        from scipy.sparse import csr_matrix
+
+        rows, cols = [], []
+        for i, s in enumerate(sets):
+            for g in s:
+                j = self.vocab.get(g)
+                if j is None and grow:
+                    j = self.vocab[g] = len(self.vocab)
+                if j is not None:
+                    rows.append(i)
+                    cols.append(j)
+        return csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(sets), max(len(self.vocab), 1)))
+
+    def similarity(self, queries: list[str]) -> np.ndarray:
+        """len(queries) x len(texts) Jaccard indices (a query's shingles unknown here only enlarge its union)."""
+        sets = [shingles(q) for q in queries]
+        inter = (self._rows(sets) @ self.matrix.T).toarray()
+        union = np.array([len(s) for s in sets], dtype=float)[:, None] + self.sizes[None, :] - inter
+        return np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
+
+
+def calibrate(space: ShingleSpace) -> float:
+    """The similarity above which only ~PERCENTILE % of distinct public texts have another public text."""
+    distinct = sorted({n: i for i, n in reversed(list(enumerate(space.normal)))}.values())
+    best = []
+    for lo in range(0, len(distinct), 512):
+        rows = distinct[lo:lo + 512]
+        sim = space.similarity([space.texts[i] for i in rows])
+        for k, i in enumerate(rows):
+            sim[k, space.index[space.normal[i]]] = -1.0  # itself and its exact duplicates
+        best.append(sim.max(axis=1))
+    return float(np.percentile(np.concatenate(best), 100.0 - PERCENTILE))
+
+
+@dataclass(frozen=True)
+class TextFlags:
+    copy: np.ndarray  # bool per reconstruction: equal (normal form) to a public text that is not its target
+    near: np.ndarray  # bool: near copy (see the module docstring), copies excluded
+    where: np.ndarray  # index into the pool of the public text it copies / is nearest to (-1: none)
+    similarity: np.ndarray  # sim(r, that public text)
+    own: np.ndarray  # sim(r, its own target)
+    threshold: float
+
+    @property
+    def near_share(self) -> float:
+        return float(self.near.mean()) if len(self.near) else 0.0
+
+
+def flag(space: ShingleSpace, threshold: float, recs: list[str], targets: list[str]) -> TextFlags:
+    n = len(recs)
+    copy, near = np.zeros(n, bool), np.zeros(n, bool)
+    where, best, own = np.full(n, -1), np.zeros(n), np.zeros(n)
+    index = space.index
+    for lo in range(0, n, 256):
+        sim = space.similarity(recs[lo:lo + 256])
+        for k in range(sim.shape[0]):
+            i = lo + k
+            r, t = normalise(recs[i]), normalise(targets[i])
+            if not r:
+                continue
+            own[i] = _jaccard(shingles(recs[i]), shingles(targets[i]))
+            others = [j for j in index.get(r, []) if space.normal[j] != t]
+            if others and r != t:
+                copy[i], where[i], best[i] = True, others[0], 1.0
+                continue
+            row = sim[k].copy()
+            row[index.get(t, [])] = -1.0  # the target itself (and its exact duplicates) is no "other" text
+            j = int(row.argmax())
+            where[i], best[i] = j, max(row[j], 0.0)
+            near[i] = row[j] >= threshold and row[j] > own[i]
+    return TextFlags(copy, near, where, best, own, threshold)
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a | b else 0.0
+
+
+@lru_cache(maxsize=4)
+def public_text_space(track_id: str, target_sha256: str | None) -> tuple[ShingleSpace, float, list[str]]:
+    """(space of the track's public pool, calibrated threshold, pool texts' split names); cached per pin."""
+    from reconbench.text.files import SPLITS, load_text_splits
+    from reconbench.text.tracks import get_text_track
+
+    splits = load_text_splits(get_text_track(track_id), SPLITS)
+    texts, names = [], []
+    for part in SPLITS:
+        texts += splits[part].texts
+        names += [f"{part} {i}" for i in splits[part].ids]
+    space = ShingleSpace(texts)
+    return space, calibrate(space), names
