@@ -17,7 +17,7 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator, model_validator
 
-from reconbench.io import FileFormatError, atomic_dir, load_arrays, save_arrays
+from reconbench.io import FileFormatError, atomic_dir, load_arrays, save_arrays, strict_json_loads
 from reconbench.metrics import METRICS, MetricResult
 from reconbench.signing import SigningError, verify_payload
 
@@ -249,33 +249,6 @@ def read_result_raw(path: Path, max_bytes: int = 1_000_000) -> object:
         return strict_json_loads(text)
     except (json.JSONDecodeError, ValueError) as exc:
         raise ResultError(f"{path}: malformed JSON ({exc})") from None
-
-
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not allowed in a result file")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):  # 1e400 parses to inf
-        raise ValueError(f"number {text[:40]} is not finite")
-    return value
-
-
-def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
-    """Python keeps the last of two equal keys, other readers (and a human on GitHub) may see the
-    first: a file where they differ means two things at once, so it is refused outright."""
-    out: dict = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {ascii(key)[:80]} in one object")
-        out[key] = value
-    return out
-
-
-def strict_json_loads(text: str):
-    """JSON with no duplicate keys, no NaN/Infinity, no number that overflows to infinity."""
-    return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float, object_pairs_hook=_unique_keys)
 
 
 def payload_dict(result: ResultFile) -> dict:
