@@ -12,17 +12,18 @@ REPO = Path(__file__).resolve().parents[1]
 ROOT = REPO / "submissions"
 
 
-# Image examples without a reproduction record yet. Updates-Leak, Inv-Alignment and the default
-# DeepInversion: their re-runs take 20-70 minutes on the shared 2-core machine and did not finish in
-# the session that added the records. The DFME-surrogate DeepInversion entry did NOT reproduce: two
-# re-runs (1 and 2 threads) gave acc@1 0.548 / 0.514 and SSIM 0.470 / 0.482 against the claimed 0.628
-# and 0.499, and differ from each other. Likely cause (open): surrogate/route.py steal() builds the
-# student before DFME.steal seeds torch, so its initial weights depend on what the process drew before.
+# Image examples without a reproduction record yet. The default DeepInversion: its re-run (~6 min
+# idle, 20-70 under the session's load) did not finish in the session that added the records.
+# Not reproduced within tolerance, both re-run with 1 thread where the entries ran with 2 (open):
+# - Updates-Leak: knn_dist 56.0 vs 51.4 claimed (5% allowed; SSIM 0.710 vs 0.729 within) -- its
+#   KMeans and CBM-GAN training depend on the thread count; re-run it with 2 threads first;
+# - the DFME-surrogate DeepInversion: two re-runs (1 and 2 threads) gave acc@1 0.548 / 0.514 and SSIM
+#   0.470 / 0.482 against the claimed 0.628 and 0.499. Likely cause: surrogate/route.py steal() builds
+#   the student before DFME.steal seeds torch, so its initial weights depend on the process's history.
 # `recon-submit reproduce ENTRY --key K` adds a record; then the entry leaves this set.
 NOT_YET_REPRODUCED = {
     "digits-deepinversion-20261201022553-97923559",
     "digits-updates-leak-20261201020453-4de0c379",
-    "digits-inv-alignment-20261201020038-2ec17ff0",
     "digits-deepinversion-20261201021846-93b37f3d",
 }
 
