@@ -34,9 +34,11 @@ NOTE_MAX = 2000  # a metric's note ("weights unavailable", a caveat): a sentence
 CONFIG_MAX_KEYS = 200  # the largest attack configuration today has ~20 options
 # Clock skew between the machine that ran the attack and CI: a day, as the issue allows.
 FUTURE_SLACK = timedelta(days=1)
-# wall_seconds is perf_counter around the attack; started/finished are wall-clock reads just outside
-# it. They agree to milliseconds; 5 s + 2% absorbs a clock step (NTP) during a long run.
-WALL_SLACK_S, WALL_SLACK_REL = 5.0, 0.02
+# wall_seconds is perf_counter (monotonic) around the attack; started/finished are wall-clock reads
+# just outside it. On a quiet machine they agree to milliseconds, but a loaded virtual machine's wall
+# clock was seen to drift 7% from the monotonic one (a 905 s span around 838 s measured): 5 s + 25%
+# keeps honest long runs valid and still refuses a wall time unrelated to the span.
+WALL_SLACK_S, WALL_SLACK_REL = 5.0, 0.25
 
 # Plausible ranges per metric; a value outside is an error in the file, not a great result.
 VALUE_RANGES = {
