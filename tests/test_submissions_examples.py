@@ -12,9 +12,8 @@ REPO = Path(__file__).resolve().parents[1]
 ROOT = REPO / "submissions"
 
 
-# Image examples without a reproduction record yet. The default DeepInversion: its re-run (~6 min
-# idle, 20-70 under the session's load) did not finish in the session that added the records.
-# Not reproduced within tolerance, both re-run with 1 thread where the entries ran with 2 (open):
+# Image examples without a reproduction record: not reproduced within tolerance, both re-run with
+# 1 thread where the entries ran with 2 (open):
 # - Updates-Leak: knn_dist 56.0 vs 51.4 claimed (5% allowed; SSIM 0.710 vs 0.729 within) -- its
 #   KMeans and CBM-GAN training depend on the thread count; re-run it with 2 threads first;
 # - the DFME-surrogate DeepInversion: two re-runs (1 and 2 threads) gave acc@1 0.548 / 0.514 and SSIM
@@ -24,7 +23,6 @@ ROOT = REPO / "submissions"
 NOT_YET_REPRODUCED = {
     "digits-deepinversion-20261201022553-97923559",
     "digits-updates-leak-20261201020453-4de0c379",
-    "digits-deepinversion-20261201021846-93b37f3d",
 }
 
 
