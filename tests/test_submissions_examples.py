@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from reconbench.attacks import ATTACKS
+from reconbench.text.attacks import TEXT_ATTACKS
 from reconbench.submissions import discover_entries, load_team, validate_board
 
 REPO = Path(__file__).resolve().parents[1]
@@ -14,12 +15,12 @@ ROOT = REPO / "submissions"
 
 def test_committed_entries_are_rescored():
     entries = discover_entries(ROOT)
-    assert len(entries) >= len(ATTACKS)  # one baseline per registered attack, at least
+    assert len(entries) >= len(ATTACKS) + len(TEXT_ATTACKS)  # one baseline per registered attack, at least
     report = validate_board(None, ROOT, rescore=True)
     assert report.ok, [(r.entry_id, [c.message for c in r.checks if c.status == "fail"]) for r in report.entries]
     assert {r.trust for r in report.entries} == {"re-scored"}
     baselines = [r for r in report.entries if r.team == "reconbench-baselines"]
-    assert {r.result.payload.attack.name for r in baselines} == set(ATTACKS)
+    assert {r.result.payload.attack.name for r in baselines} == set(ATTACKS) | set(TEXT_ATTACKS)
     assert all(r.readme and r.result.payload.attack.paper in r.readme for r in baselines)
 
 
