@@ -48,6 +48,12 @@ ATTACKS = textwrap.dedent('''
         def run(self, knowledge, *, seed, progress):
             return torch.zeros(3, 1, 8, 8), torch.zeros(3, dtype=torch.int64)
 
+    class Slow(Boom):
+        def run(self, knowledge, *, seed, progress):
+            from sklearn.cluster import KMeans  # asks loky for the core count (no warning may reach stderr)
+            KMeans(2, n_init=1, random_state=0).fit(torch.rand(20, 2).numpy())
+            Path(os.environ["MARKER"]).write_text(str(os.getpid()))
+            time.sleep(120)
 ''')
 
 
@@ -88,6 +94,43 @@ def test_refused_knowledge_is_reported_from_the_attack(work):
 def test_run_returning_a_tuple_is_one_line(work):
     proc, _ = _evaluate(work, "Pair")
     assert one_error_line(proc) == "the attack's run() returned a tuple, not a Reconstruction(images, labels)"
+
+
+def test_ctrl_c_during_the_attack_says_nothing_was_written(work):
+    """Ctrl-C in a terminal sends SIGINT to the whole foreground process group: the command and the
+    attack's process. One line, exit 130, no output folder, and the attack's process is gone."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from cli_process import TOOLKIT
+
+    marker, out = work / "ran-Slow", work / "out-Slow"
+    env = {**os.environ, "PYTHONPATH": str(TOOLKIT), "MARKER": str(marker), "COLUMNS": "200"}
+    env.pop("RECONBENCH_DEBUG", None)
+    proc = subprocess.Popen([sys.executable, "-m", "reconbench.cli", "evaluate", "--attack", "att.py:Slow", "--quiet",
+                             "--out", str(out)], cwd=work, env=env, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)  # its own process group, as a shell's foreground job
+    try:
+        deadline = time.time() + 300
+        while not marker.exists() and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.2)
+        assert marker.exists(), "the attack never started"
+        time.sleep(0.5)  # inside time.sleep of the attack
+        os.killpg(proc.pid, signal.SIGINT)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert proc.returncode == 130, stderr
+    assert lines == ["interrupted: nothing was written (results are written only when a command completes)"], stderr
+    assert not out.exists()
+    attack_pid = int(marker.read_text())
+    with pytest.raises(ProcessLookupError):  # stopped and reaped, not left running
+        os.kill(attack_pid, 0)
 
 
 def test_bad_attack_class_is_refused_before_running(work):

@@ -51,7 +51,9 @@ def test_a_fresh_mi_face_entry_is_reproduced_and_validates_as_reproduced(board, 
     write_record(board.entry / RECORD_FILE, sign_record(reproduced.record, load_private_key(board.reproducer_key)))
     rec = reproduced.record
     assert rec.verdict == "reproduced" and reproduced.record_path.name == RECORD_FILE
-    assert {c.metric for c in rec.comparisons} >= {"mse", "psnr", "ssim"}
+    assert {c.metric for c in rec.comparisons} >= {"mse", "psnr", "ssim", "acc_top1", "acc_top5", "knn_dist"}
+    # The classifier metrics are compared too (the track's pinned evaluation model scores them), not skipped.
+    assert all(c.obtained is not None for c in rec.comparisons if c.metric in ("acc_top1", "acc_top5", "knn_dist"))
     # Same machine, same thread count: the CPU re-run is bit-identical (the tolerances are for other machines).
     assert rec.reconstructions_sha256 == board.payload()["reconstructions"]["sha256"]
     assert all(c.within and abs(c.obtained - c.claimed) < 1e-9 for c in rec.comparisons if c.obtained is not None)

@@ -13,17 +13,57 @@ REPO = Path(__file__).resolve().parents[1]
 ROOT = REPO / "submissions"
 
 
-def test_committed_entries_are_rescored():
+# Image examples without a reproduction record yet. The default DeepInversion: its re-run (~6 min
+# idle, 20-70 under the session's load) did not finish in the session that added the records.
+# Not reproduced within tolerance, both re-run with 1 thread where the entries ran with 2 (open):
+# - Updates-Leak: knn_dist 56.0 vs 51.4 claimed (5% allowed; SSIM 0.710 vs 0.729 within) -- its
+#   KMeans and CBM-GAN training depend on the thread count; re-run it with 2 threads first;
+# - the DFME-surrogate DeepInversion: two re-runs (1 and 2 threads) gave acc@1 0.548 / 0.514 and SSIM
+#   0.470 / 0.482 against the claimed 0.628 and 0.499. Likely cause: surrogate/route.py steal() builds
+#   the student before DFME.steal seeds torch, so its initial weights depend on the process's history.
+# `recon-submit reproduce ENTRY --key K` adds a record; then the entry leaves this set.
+NOT_YET_REPRODUCED = {
+    "digits-deepinversion-20261201022553-97923559",
+    "digits-updates-leak-20261201020453-4de0c379",
+    "digits-deepinversion-20261201021846-93b37f3d",
+}
+
+
+def test_committed_entries_are_verified_and_the_image_examples_reproduced():
+    """Every committed entry ranks (re-scored or reproduced); every image example entry of the
+    baselines team carries a reproduction record, signed by a reproducer the maintainers list, for
+    its very payload, with every compared metric within tolerance (issue 12, items 3 and 10)."""
+    from reconbench.reproduction.record import RECORD_FILE, read_record, reproducer_keys, verify_record
+    from reconbench.reproduction.rerun import payload_sha256
+    from reconbench.text.tracks import is_text_track
+
     entries = discover_entries(ROOT)
     assert len(entries) >= len(ATTACKS) + 1  # one baseline per registered image attack, at least, and text ones
     report = validate_board(None, ROOT, rescore=True)
     assert report.ok, [(r.entry_id, [c.message for c in r.checks if c.status == "fail"]) for r in report.entries]
-    assert {r.trust for r in report.entries} == {"re-scored"}
+    assert {r.trust for r in report.entries} <= {"re-scored", "reproduced"}, {r.entry_id: r.trust for r in report.entries}
     baselines = [r for r in report.entries if r.team == "reconbench-baselines"]
-    names = {r.result.payload.attack.name for r in baselines}
-    # every image attack; of the text attacks, those whose default-budget run was committed (complete so far)
-    assert names - set(TEXT_ATTACKS) == set(ATTACKS) and "complete" in names and names <= set(ATTACKS) | set(TEXT_ATTACKS)
+    image = [r for r in baselines if not is_text_track(r.result.payload.track)]  # text examples: their own tests
+    assert {r.result.payload.attack.name for r in image} == set(ATTACKS)
+    text = {r.result.payload.attack.name for r in baselines if is_text_track(r.result.payload.track)}
+    # the text attacks whose default-budget run was committed (complete so far; vec2text: see the report)
+    assert "complete" in text and text <= set(TEXT_ATTACKS)
     assert all(r.readme and r.result.payload.attack.paper in r.readme for r in baselines)
+    listed = reproducer_keys()  # maintainers/reproducers.toml of this checkout
+    pending = [r for r in image if r.entry_id in NOT_YET_REPRODUCED]
+    assert all(r.trust == "re-scored" and not (r.path / RECORD_FILE).exists() for r in pending)
+    for r in (r for r in image if r not in pending):
+        assert r.trust == "reproduced", (r.entry_id, [c.to_dict() for c in r.checks])
+        signed = read_record(r.path / RECORD_FILE)
+        assert verify_record(signed, listed) == "reconbench-ci"
+        rec = signed.record
+        assert (rec.entry_id, rec.team, rec.payload_sha256) == (r.entry_id, r.team, payload_sha256(r.result))
+        assert rec.verdict == "reproduced" and all(c.within for c in rec.comparisons if c.within is not None)
+        compared = {c.metric for c in rec.comparisons if c.within}
+        claimed = {n for n, m in r.result.payload.metrics.items() if m.status == "computed"}
+        # the pixel metrics always, the evaluation classifier's wherever the entry claims them
+        assert {"mse", "psnr", "ssim"} | ({"acc_top1", "acc_top5", "knn_dist"} & claimed) <= compared, (r.entry_id, compared)
+        assert r.result.payload.provenance.git_dirty is False  # made from a clean commit (item 10)
 
 
 def test_only_public_keys_are_committed():

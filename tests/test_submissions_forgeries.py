@@ -87,12 +87,8 @@ def test_swapped_reconstruction_file(board):
     assert check.name == "reconstructions" and "sha256" in check.message and "swapped" in check.message
 
 
-def test_copied_dataset_images(board):
-    """Reconstructions that ARE target images, honestly scored and signed: refused as copies."""
-    target = digits_splits().target
-    images, labels = target.images.copy(), target.labels.copy()
-    images[7] = 255 - images[7]  # one that is not a copy
-    save_file({"images": images, "labels": labels}, str(board.recon))
+def _copy_and_sign(board, images, labels, target):
+    save_file({"images": np.ascontiguousarray(images), "labels": np.ascontiguousarray(labels)}, str(board.recon))
     metrics = score(images, labels, target.images, target.labels).metrics
 
     def honest(p):
@@ -100,12 +96,67 @@ def test_copied_dataset_images(board):
         p["metrics"] = {k: v.model_dump(mode="json") for k, v in metrics.items()}
 
     board.resign(honest)
+
+
+def test_exact_copies_of_its_own_targets_are_held_until_reproduced(board, tmp_path, monkeypatch):
+    """Reconstructions that ARE the target images, honestly scored and signed: a perfect attack and a
+    copy look alike, so the entry is held (never ranked) until a reproducer's record says otherwise."""
+    from reconbench.reproduction.record import RECORD_FILE, REPRODUCERS_ENV, write_record
+    from reconbench.reproduction.rerun import load_entry, score_run
+    from reconbench.reproduction.sign import sign_record
+    from reconbench.signing import generate_key, load_private_key
+
+    target = digits_splits().target
+    images, labels = target.images.copy(), target.labels.copy()
+    images[7] = 255 - images[7]  # one that is not a copy
+    _copy_and_sign(board, images, labels, target)
     report = board.only(rescore=True)
-    check = failure(report)
-    assert check.name == "copies", [c.to_dict() for c in report.checks]
-    assert "499 of 500" in check.message and "indices 0, 1, 2" in check.message
-    assert "reconstruction 7 " not in "\n".join(check.details) and len(check.details) == 499
-    assert check.details[0].startswith("reconstruction 0 ~ public image")
+    assert report.trust == "held", [c.to_dict() for c in report.checks]
+    copies = next(c for c in report.checks if c.name == "copies")
+    assert copies.status == "warn" and "499 of 500" in copies.message and "indices 0, 1, 2" in copies.message
+    assert "exact copies of the entry's own targets" in copies.message
+    assert "reconstruction 7 " not in "\n".join(copies.details) and len(copies.details) == 499
+    assert copies.details[0] == "reconstruction 0 = target 0 (per-pixel MSE 0.00e+00)"
+    assert "exact copies of its own targets: 499 of 500" in report.held_reason
+    assert report.evidence["exact"] == 499 and report.evidence["rows"][0]["index"] == 0
+
+    # One exact copy is enough to hold (a single recovered image is what Deep Leakage's entry has).
+    one = board.recon.parent  # same entry, now honest noise plus one exact target
+    noise = np.random.default_rng(0).integers(0, 256, target.images.shape, dtype=np.uint8)
+    noise[3] = target.images[42]
+    _copy_and_sign(board, noise, target.labels, target)
+    report = board.only()
+    assert report.trust == "held" and "exact copies of its own targets: 1 of 500" in report.held_reason
+    assert next(c for c in report.checks if c.name == "copies").details == (
+        "reconstruction 3 = target 42 (per-pixel MSE 0.00e+00)",)
+
+    # A reproducer's signed record lifts it to "reproduced": then it ranks.
+    key, public = generate_key(tmp_path / "reproducer.pem")
+    listed = tmp_path / "reproducers.toml"
+    listed.write_text(f'[[reproducer]]\nname = "test reproducer"\nkey = "{public}"\n')
+    monkeypatch.setenv(REPRODUCERS_ENV, str(listed))
+    entry = load_entry(one)
+    record = score_run(entry, one)  # the entry's own files as the "re-run": this test is about trust, not re-running
+    assert record.verdict == "reproduced"
+    write_record(one / RECORD_FILE, sign_record(record, load_private_key(key)))
+    report = board.only()
+    assert report.trust == "reproduced" and report.held_reason is None, [c.to_dict() for c in report.checks]
+    from reconbench.leaderboard.frame import UNRANKED
+
+    assert report.trust not in UNRANKED
+
+
+def test_exact_copies_of_public_images_that_are_not_its_targets_fail(board):
+    """Auxiliary (public, non-target) images submitted as reconstructions: no attack recovers an image
+    it was not trained on, so these can only be copies: the entry fails, whatever a reproducer says."""
+    aux, target = digits_splits().aux_same, digits_splits().target
+    images, labels = target.images.copy(), target.labels.copy()
+    images[10:20] = aux.images[:10]  # ten copies of non-target public images among exact target copies
+    labels[10:20] = aux.labels[:10]
+    _copy_and_sign(board, images, labels, target)
+    check = failure(board.only())
+    assert check.name == "copies" and "10 of 500" in check.message and "not among the entry's targets" in check.message
+    assert "indices 10, 11, 12" in check.message and len(check.details) == 10
 
 
 def test_wrong_target_hash(board):
@@ -123,6 +174,12 @@ def test_wrong_model_hash_and_wrong_count(board):
     check = failure(board.only())
     assert check.name == "registry" and "(and 1 more)" in check.message
     assert any("|D_tar| = 500" in d for d in check.details)
+
+
+def test_more_queries_than_the_tracks_budget(board):
+    board.resign(lambda p: p["provenance"].update(queries=1_000_001))
+    check = failure(board.only())
+    assert check.name == "registry" and "provenance.queries is 1,000,001, more than track 'digits' allows (1,000,000" in check.message
 
 
 def test_registered_attack_name_with_other_code(board):

@@ -340,3 +340,47 @@ def test_csv_cells_that_would_be_formulas_are_neutralised():
     assert cells["team_name"].startswith("'=") and cells["command"] == "'@SUM(A1)"
     assert cells["paper"] == "'+1+2" and cells["hardware"] == "'-3+4" and cells["device"].startswith("'")
     assert cells["ssim"] == "-0.5"  # numbers stay numbers
+
+
+# ---------------------------------------------------------------- forged surrogate entries (issue 10 x 12)
+
+def _as_surrogate_entry(p, **changes):
+    """The MI-Face entry restated as a white-box attack run through a stolen surrogate in the static
+    black-box cell (what `evaluate --surrogate` records), then one field forged."""
+    from reconbench.tracks import get_track
+
+    p["scenario"] = "static/black-box/none"
+    p["surrogate"] = dict(method="dfme", architecture=get_track("digits").architecture, budget="quick",
+                          config={"query_budget": 50000}, queries=49280, agreement=0.94, agreement_images=697,
+                          attack_view="static/white-box/none")
+    p["surrogate"].update(changes)
+
+
+def test_a_well_formed_surrogate_entry_passes_the_registry_check(board):
+    board.resign(_as_surrogate_entry)
+    assert status(board.only(), "registry") == "pass"
+
+
+@pytest.mark.parametrize("changes, expected, stage", [
+    (dict(attack_view="static/white-box/same"), "not the white-box twin of the recorded cell static/black-box/none",
+     "registry"),
+    (dict(architecture="resnet-9000"), "architecture 'resnet-9000' is not track 'digits''s public architecture",
+     "registry"),
+    (dict(method="telepathy"), "surrogate.method", "schema"),
+    (dict(config={"query_budget": -5}), "surrogate 'dfme' configuration", "registry"),
+    (dict(config={"warp_drive": 1}), "surrogate 'dfme' configuration", "registry"),
+], ids=["view-not-the-twin", "no-such-architecture", "no-such-method", "negative-budget", "unknown-option"])
+def test_forged_surrogate_entries_are_refused_with_their_reason(board, changes, expected, stage):
+    board.resign(lambda p: _as_surrogate_entry(p, **changes))
+    check = failure(board.only())
+    assert check.name == stage and expected in check.message, check.message
+
+
+def test_a_surrogate_block_on_a_users_own_attack_is_refused(board):
+    def forge(p):
+        _as_surrogate_entry(p)
+        p["attack"].update(name="zz-own", code="att.py:Own")
+
+    board.resign(forge)
+    check = failure(board.only())
+    assert check.name == "registry" and "a surrogate entry runs a registered attack" in check.message, check.message

@@ -1,7 +1,9 @@
 """Complete and Vec2Text (SoK App. B) and their knowledge views (reconbench.text.knowledge).
 
-Stand-ins (tests/text_attack_standins.py): the lee-news track's sentences, a tiny GPT-2 that has memorised
-30 of its target texts, and the base all-MiniLM-L6-v2 (reconbench.text.minilm) as the target embedder. Each model is built once per session.
+On the lee-news track's own target models (its GPT-2 generator trained on the 500 target texts, its
+fine-tuned MiniLM embedder), each loaded once per session, with the first texts of its splits so the
+attacks run in seconds. The test split is prompted through the same counted query function as the
+target split (a view built with text_knowledge_from: the track's own view only ever gives the target).
 """
 
 from __future__ import annotations
@@ -16,30 +18,40 @@ from reconbench.attacks.errors import AttackError
 from reconbench.queries import KnowledgeError, QueryBudgetExceeded
 from reconbench.scenario import Scenario
 from reconbench.text.attacks import TEXT_ATTACKS, TextReconstruction, enforce_one_per_id, load_text_attack
-from reconbench.text.items import TextItem
+from reconbench.text.items import TextItem, TextSet
 from reconbench.text.knowledge import prompt_of, text_knowledge_from
-from text_attack_standins import splits, tiny_gpt2
 
 BLACK_NONE, WHITE_NONE, BLACK_SAME = (Scenario.parse(s) for s in ("static/black-box/none", "static/white-box/none", "static/black-box/same"))
 
 
 @pytest.fixture(scope="session")
-def sets():
-    return splits(n_target=30, n_test=30, n_aux=300)
+def track():
+    from reconbench.text.tracks import get_text_track
+
+    return get_text_track("lee-news")
 
 
 @pytest.fixture(scope="session")
-def generator(sets):
-    torch.set_num_threads(1)
-    vocab = sets["target"].texts + sets["test"].texts + sets["aux"].texts
-    return tiny_gpt2(sets["target"].texts, vocab, epochs=40)
+def sets(track):
+    from reconbench.text.files import load_text_splits
+
+    full = load_text_splits(track, ["target", "aux", "test"])
+    sizes = {"target": 60, "test": 60, "aux": 300, "v2t": 30}  # v2t: the first 30 targets, for Vec2Text
+    return {k: TextSet(k, full["target" if k == "v2t" else k].items[:n]) for k, n in sizes.items()}
 
 
 @pytest.fixture(scope="session")
-def embedder():
-    from reconbench.text.minilm import load_minilm
+def generator(track):
+    from reconbench.text.files import load_generator
 
-    return load_minilm()
+    return load_generator(track)
+
+
+@pytest.fixture(scope="session")
+def embedder(track):
+    from reconbench.text.files import load_embedder
+
+    return load_embedder(track)
 
 
 def gen_view(sets, generator, part="target", scenario=BLACK_NONE, budget=1_000_000):
@@ -71,33 +83,49 @@ def complete_runs(sets, generator):
 def test_complete_recovers_more_of_the_target_split_than_of_the_test_split(sets, complete_runs):
     got = {part: scores([i.text for i in rec.items], sets[part].texts) for part, (_, rec) in complete_runs.items()}
     print("complete", got)
-    # Measured (seed 0, 40 epochs): target bleu 0.64, rouge_l 0.84, similarity 0.89, exact 0.27; test
-    # bleu 0.05, rouge_l 0.23, similarity 0.22, exact 0. The margins asserted are about half those gaps.
-    assert got["target"]["bleu"] > got["test"]["bleu"] + 0.3, got
-    assert got["target"]["rouge_l"] > got["test"]["rouge_l"] + 0.3, got
-    assert got["target"]["exact_match"] >= 0.15 and got["test"]["exact_match"] == 0.0, got
+    # Measured (quick preset, first 60 texts of each split): target bleu 0.828, rouge_l 0.927, similarity
+    # 0.940, exact 0.567; test bleu 0.059, rouge_l 0.219, similarity 0.247, exact 0. Asserted: about
+    # half of each gap (memorisation is what Complete measures; a model that generalised would not pass).
+    assert got["target"]["bleu"] > got["test"]["bleu"] + 0.35, got
+    assert got["target"]["rouge_l"] > got["test"]["rouge_l"] + 0.35, got
+    assert got["target"]["exact_match"] >= 0.3 and got["test"]["exact_match"] == 0.0, got
     view, rec = complete_runs["target"]
     assert view.queries == len(sets["target"])  # one counted query per prompt
     assert all(item.text.startswith(view.prompts[item.id]) for item in rec.items)  # prompt + completion
 
 
 @pytest.fixture(scope="session")
-def vec2text_run(sets, embedder):
-    view = emb_view(sets, embedder)
-    rec = load_text_attack("vec2text")(budget="quick").run(view, seed=0, progress=Progress())
+def base_minilm():
+    from reconbench.text.minilm import load_minilm
+
+    return load_minilm()
+
+
+@pytest.fixture(scope="session")
+def vec2text_run(sets, base_minilm):
+    # The target embedder here is the base all-MiniLM-L6-v2 (the track's embedder before its BitFit
+    # delta): the margins below were measured with it; the run with the track's fine-tuned embedder was
+    # not finished in time to pin its margins (see the session report).
+    view = emb_view(sets, base_minilm, part="v2t")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # small T5 steps: one thread wastes no CPU on a shared machine
+    try:
+        rec = load_text_attack("vec2text")(budget="quick").run(view, seed=0, progress=Progress())
+    finally:
+        torch.set_num_threads(threads)
     return view, enforce_one_per_id(rec, view.target_ids)
 
 
-def test_vec2text_beats_a_random_aux_sentence(sets, embedder, vec2text_run):
+def test_vec2text_beats_a_random_aux_sentence(sets, vec2text_run):
     view, rec = vec2text_run
-    refs = sets["target"].texts
+    refs = sets["v2t"].texts
     rng = random.Random(0)
     baseline = scores([rng.choice(sets["aux"].texts) for _ in refs], refs)
     got = scores([i.text for i in rec.items], refs)
     print("vec2text", got, "random aux", baseline)
-    # Measured (seed 0, quick preset, 300 aux texts): similarity 0.112 vs 0.050, rouge_l 0.090 vs 0.073.
-    # BLEU is not asserted: both are near zero (0.0026 vs 0.0032); a tiny T5 trained from scratch on 300
-    # sentences recovers topic words (similarity), not the 4-gram runs BLEU rewards.
+    # Measured (seed 0, quick preset, 300 aux texts, 30 targets): similarity 0.112 vs 0.050, rouge_l
+    # 0.090 vs 0.073. BLEU is not asserted: both are near zero (0.0026 vs 0.0032); a tiny T5 trained from
+    # scratch on 300 sentences recovers topic words (similarity), not the 4-gram runs BLEU rewards.
     assert got["similarity"] > baseline["similarity"] + 0.03, (got, baseline)
     assert got["rouge_l"] > baseline["rouge_l"] + 0.008, (got, baseline)
     # Counted: aux embeddings, aux hypotheses, first target hypotheses, then beam candidates per step.
@@ -129,7 +157,7 @@ def test_the_view_never_holds_target_texts(sets, generator, embedder, role):
     for text in sets["target"].texts:
         assert not any(text in s for s in held), text
     if role == "generator":
-        assert all(len(p.split()) == 3 for p in view.prompts.values())  # lee sentences have >= 8 words
+        assert all(len(p.split()) == 3 for p in view.prompts.values())  # lee-news texts have >= 6 words
         with pytest.raises(KnowledgeError):
             view.target_embeddings
     else:

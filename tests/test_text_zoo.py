@@ -184,6 +184,26 @@ def test_load_from_clean_cache_fetches_only_what_is_asked_then_runs_offline(publ
         files.load_text_splits(track, ["test"])
 
 
+def test_evaluate_complete_on_the_hub_track_from_a_clean_cache_then_offline(published, hub_server, monkeypatch,
+                                                                          signing_key, tmp_path):
+    from reconbench.text.evaluation import evaluate_text
+
+    first = evaluate_text(track_id=TRACK, attack="complete", budget="quick", key_path=signing_key,
+                          out=tmp_path / "run1", command="test")
+    payload = first.result.payload
+    track = get_text_track(TRACK)
+    assert payload.track == TRACK and len(first.items) == 16
+    assert payload.target.model_sha256 == files.model_sha256(track, "generator")
+    assert payload.target.target_set_sha256 == track.splits_sha256["target"]
+    assert gets(hub_server, "generator/model.safetensors") == 1 and gets(hub_server, "embedder/model.safetensors") == 0
+    assert gets(hub_server, "aux.jsonl") == 0 and gets(hub_server, "test.jsonl") == 0  # Complete's cells need no data
+    hub_server.stop()
+    point_huggingface_hub_at(monkeypatch, endpoint="http://127.0.0.1:9", offline=True, home=Path(os.environ["HF_HOME"]))
+    again = evaluate_text(track_id=TRACK, attack="complete", budget="quick", key_path=signing_key,
+                          out=tmp_path / "run2", command="test")
+    assert again.items == first.items
+
+
 def test_changed_byte_on_the_server_is_caught(published, hub_server):
     track = get_text_track(TRACK)
     hub_server.corrupt(MODEL_REPO, "embedder/model.safetensors")

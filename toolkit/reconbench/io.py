@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -104,3 +105,31 @@ def load_arrays(path: Path, required: dict[str, type] | None = None) -> dict[str
         if arrays[key].dtype != np.dtype(dtype):
             raise FileFormatError(f"{path}: tensor '{key}' is {arrays[key].dtype}, expected {np.dtype(dtype)}")
     return arrays
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not allowed in a signed file")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e400 parses to inf
+        raise ValueError(f"number {text[:40]} is not finite")
+    return value
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    """Python keeps the last of two equal keys, other readers (and a human on GitHub) may see the
+    first: a file where they differ means two things at once, so it is refused outright."""
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {ascii(key)[:80]} in one object")
+        out[key] = value
+    return out
+
+
+def strict_json_loads(text: str | bytes):
+    """JSON with no duplicate keys, no NaN/Infinity, no number that overflows to infinity (every
+    signed file: results, reproduction records, judge studies)."""
+    return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float, object_pairs_hook=_unique_keys)

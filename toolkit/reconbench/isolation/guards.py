@@ -82,7 +82,23 @@ def drop_privileges() -> bool:
         return False
 
 
+def die_with_parent(parent_pid: int) -> None:
+    """Linux: SIGKILL this process when the evaluator dies (PR_SET_PDEATHSIG), since it ignores the
+    Ctrl-C that ends the evaluator (isolation.parent.sigint_blocked); exit at once if it already died."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+
 def install(parent_pid: int, hub_paths: list[str]) -> None:
+    die_with_parent(parent_pid)
     drop_privileges()
     roots = _protected_roots(hub_paths)
     package = Path(__file__).resolve().parent.parent
@@ -124,4 +140,3 @@ def install(parent_pid: int, hub_paths: list[str]) -> None:
     if loaded:  # the guards come too late if these are already here
         raise GuardError(f"the attack's process loaded {', '.join(loaded)} before its guards")
     sys.addaudithook(hook)
-    del parent_pid  # the pid check above covers every other process, the parent included

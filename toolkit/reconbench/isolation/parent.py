@@ -14,6 +14,7 @@ import contextlib
 import ctypes
 import os
 import pickle
+import signal
 import socket
 import subprocess
 import sys
@@ -73,7 +74,7 @@ def _hub_paths() -> list[str]:
     return [p for p in paths if p]
 
 
-def _child_env(scratch: Path) -> dict[str, str]:
+def _child_env(scratch: Path, threads: int) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not any(s in k.upper() for s in ("TOKEN", "SECRET", "PASSWORD"))}
     # the same toolkit as this process: toolkit/ above reconbench/isolation/parent.py (no `import
     # reconbench`: the package's top level holds the API, which imports this module)
@@ -84,9 +85,31 @@ def _child_env(scratch: Path) -> dict[str, str]:
         "RECONBENCH_REGISTRY": str(scratch / "no-registry.json"), "RECONBENCH_ATTACK_PROCESS": "1",
         "PYTHONDONTWRITEBYTECODE": "1",  # no __pycache__ written into an entry's attack/ folder
     })
+    # The attack gets the evaluator's thread count. Said to OpenMP and loky too: otherwise scikit-learn
+    # (KMeans in Updates-Leak) asks loky for the physical core count, which starts `lscpu`; the guards
+    # refuse the subprocess and loky prints a warning with a traceback. A user's own setting is kept.
+    env.setdefault("OMP_NUM_THREADS", str(threads))
+    env.setdefault("LOKY_MAX_CPU_COUNT", str(threads))
     env.pop("HUGGINGFACE_HUB_CACHE", None)
     env.pop("HF_ENDPOINT", None)
     return env
+
+
+@contextlib.contextmanager
+def sigint_blocked():
+    """SIGINT blocked in this thread while the attack's process is started: the process inherits the
+    blocked mask through fork and exec, so Ctrl-C (sent by a terminal to the whole foreground process
+    group) reaches only the evaluator, which stops the attack and prints the one "interrupted" line;
+    the attack's process can never end with an error of its own, even during its start-up. A Ctrl-C
+    in this window stays pending and is delivered here on unblocking."""
+    if not hasattr(signal, "pthread_sigmask"):  # not POSIX: the error mapping in _child_error remains
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 @contextlib.contextmanager
@@ -117,7 +140,7 @@ class RemoteTraceback(Exception):
 def _child_error(header: dict, name: str) -> BaseException:
     """The one-line error for the attack process's report; its traceback rides along as the cause."""
     kind = protocol.text(header.get("type"), 100)
-    if kind == "KeyboardInterrupt":  # Ctrl-C reaches both processes; report it as the CLI does
+    if kind == "KeyboardInterrupt":  # SIGINT sent to the attack's process alone; report it as the CLI does
         return KeyboardInterrupt()
     line = protocol.text(header.get("line") or f"the attack '{name}' failed: {kind}: {protocol.text(header.get('message'))}")
     exc = CHILD_ERRORS.get(kind, AttackError)(line)
@@ -152,11 +175,12 @@ class AttackProcess:
         ours, theirs = socket.socketpair()
         fd = theirs.detach()
         try:
-            self._proc = subprocess.Popen(
-                [sys.executable, "-m", "reconbench.isolation.child", str(fd), str(os.getpid()), *_hub_paths()],
-                pass_fds=(fd,), env=_child_env(Path(self._scratch.name)), stdin=subprocess.DEVNULL, stdout=2,
-                cwd=os.getcwd(),
-            )
+            with sigint_blocked():
+                self._proc = subprocess.Popen(
+                    [sys.executable, "-m", "reconbench.isolation.child", str(fd), str(os.getpid()), *_hub_paths()],
+                    pass_fds=(fd,), env=_child_env(Path(self._scratch.name), torch.get_num_threads()),
+                    stdin=subprocess.DEVNULL, stdout=2, cwd=os.getcwd(),
+                )
         finally:
             os.close(fd)
         self._conn = Connection(ours.detach())
@@ -186,6 +210,8 @@ class AttackProcess:
             header, arrays = protocol.recv(self._conn)
         except (EOFError, ConnectionError):
             code = self._proc.wait()
+            if code in (-signal.SIGINT, 128 + signal.SIGINT):  # interrupted (e.g. `kill -INT` on it): the CLI's line
+                raise KeyboardInterrupt from None
             raise AttackError(f"attack '{self._name()}': its process exited (code {code}) without a result") from None
         except protocol.ProtocolError as exc:
             raise AttackError(f"attack '{self._name()}': its process broke the protocol: {exc}") from None

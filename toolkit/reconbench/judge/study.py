@@ -18,7 +18,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from reconbench._version import __version__
-from reconbench.io import atomic_path
+from reconbench.io import atomic_path, strict_json_loads
 from reconbench.judge import STUDY_FILE
 from reconbench.judge.aggregate import aggregates
 from reconbench.judge.prompt import ANSWER_CHARS, MAX_CONDITIONS, MIN_CONDITIONS
@@ -180,19 +180,6 @@ def write_study(folder: Path, payload: dict, key) -> Path:
     return path
 
 
-def _no_duplicates(pairs: list[tuple[str, object]]) -> dict:
-    out: dict = {}
-    for k, v in pairs:
-        if k in out:
-            raise ValueError(f"duplicate key {k!r}")
-        out[k] = v
-    return out
-
-
-def _no_constant(name: str) -> float:
-    raise ValueError(f"{name} is not allowed")
-
-
 def read_study(path: Path) -> tuple[StudyFile, dict]:
     """(parsed file, raw payload dict as signed); strict JSON: no duplicate keys, no NaN/Infinity."""
     from reconbench.results import first_error
@@ -203,7 +190,7 @@ def read_study(path: Path) -> tuple[StudyFile, dict]:
     except TeamError as exc:
         raise StudyError(str(exc)) from None
     try:
-        raw = json.loads(data.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+        raw = strict_json_loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise StudyError(f"{path}: malformed JSON ({str(exc)[:200]})") from None
     try:

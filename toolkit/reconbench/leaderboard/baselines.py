@@ -128,3 +128,12 @@ def all_baselines(tracks) -> dict[str, list[dict]]:
         except Exception as exc:  # noqa: BLE001 - a Hub track offline: its board shows no reference rows
             log.info("baselines of track '%s' unavailable (%s)", track.id, exc)
     return out
+
+
+def for_entries(references: dict[str, list[dict]], rows) -> list[dict]:
+    """The reference rows that stand beside a set of entries of several tracks (an attack's page): per
+    track and training type of those entries, noise, and the aux baselines of the data access they had."""
+    cells = {(r.track, r.training, r.data) for r in rows[["track", "training", "data"]].itertuples()}
+    return [ref for track_id in sorted({c[0] for c in cells}) for ref in references.get(track_id, [])
+            if any(t == track_id and ref["training"] == training and ref["data"] in ("any", data)
+                   for t, training, data in cells)]

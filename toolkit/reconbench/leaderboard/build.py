@@ -217,7 +217,8 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
     catalogue = attack_catalogue(frame)
     for attack in catalogue:
         rows = sort_board(board[board["attack"] == attack["name"]])
-        pages.page(attack_page(attack["name"]), "attack.md.j2", attack=attack, rows=rows, metrics=board_metrics(rows))
+        pages.page(attack_page(attack["name"]), "attack.md.j2", attack=attack, rows=rows, metrics=board_metrics(rows),
+                   references=baselines.for_entries(references, rows) if len(rows) else [])
         nav["attacks"].append((attack["name"], attack_page(attack["name"])))
     pages.page("attacks/index.md", "attacks_index.md.j2", attacks=catalogue)
 

@@ -226,4 +226,5 @@ def near_copy_evidence(report, row: dict, files: dict) -> dict | None:
     shown = evidence["rows"][:SHOWN]
     path = entry_evidence(row["team"], row["entry_id"])
     files[path] = grid_png(images[[e["index"] for e in shown]], [pool[e["public"]] for e in shown])
-    return dict(image=path, rows=evidence["rows"], flagged=evidence["flagged"], total=evidence["total"], share=HELD_SHARE)
+    return dict(image=path, rows=evidence["rows"], flagged=evidence["flagged"], total=evidence["total"], share=HELD_SHARE,
+                exact=int(evidence.get("exact", 0)))

@@ -51,7 +51,8 @@ TRUST_TEXT = {
     "re-scored": "CI recomputed every metric from the submitted reconstructions and got the claimed numbers",
     "reproduced": "someone else re-ran the attack from the recorded code, seed and config, within tolerance",
     "failed": "validation failed: not ranked",
-    "held": "held: near-copies of public images; shown with the evidence, not ranked until reproduced",
+    "held": "held: near-copies of public images, or exact copies of its own targets; shown with the evidence, "
+            "not ranked until reproduced",
 }
 
 

@@ -9,7 +9,6 @@ request's, so a pull request cannot list its own key.
 
 from __future__ import annotations
 
-import json
 import os
 import tomllib
 from datetime import datetime
@@ -18,7 +17,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints, ValidationError
 
-from reconbench.io import atomic_path
+from reconbench.io import strict_json_loads, write_json
 from reconbench.metrics import MetricResult
 from reconbench.results import Sha256, Signature, Slug, Strict, first_error
 from reconbench.signing import SigningError, verify_payload
@@ -104,20 +103,13 @@ def read_record(path: Path) -> SignedRecord:
 
     try:
         raw = read_capped(path, MAX_RECORD_BYTES)
-        return SignedRecord.model_validate(json.loads(raw, object_pairs_hook=_no_duplicates))
+        return SignedRecord.model_validate(strict_json_loads(raw))
     except (ValueError, UnicodeDecodeError) as exc:
         if isinstance(exc, ValidationError):
             raise RecordError(f"{path}: {first_error(exc)}") from None
         raise RecordError(f"{path}: not a reproduction record ({exc})") from None
     except Exception as exc:  # TeamError from read_capped: a link, too large, unreadable
         raise RecordError(f"{path}: {exc}") from None
-
-
-def _no_duplicates(pairs: list) -> dict:
-    keys = [k for k, _ in pairs]
-    if len(keys) != len(set(keys)):
-        raise ValueError(f"duplicate key {sorted(k for k in keys if keys.count(k) > 1)[0]!r}")
-    return dict(pairs)
 
 
 def verify_record(signed: SignedRecord, keys: dict[str, str]) -> str:
@@ -132,6 +124,4 @@ def verify_record(signed: SignedRecord, keys: dict[str, str]) -> str:
 
 
 def write_record(path: Path, signed: SignedRecord) -> None:
-    with atomic_path(Path(path)) as tmp:
-        tmp.write_text(json.dumps(signed.model_dump(mode="json"), indent=2, sort_keys=True, allow_nan=False) + "\n",
-                       encoding="utf-8")
+    write_json(Path(path), signed.model_dump(mode="json"))

@@ -98,11 +98,17 @@ def rerun(entry: Entry, out: Path, *, device: str = "cpu", max_seconds: float | 
     if max_seconds is not None and p.provenance.wall_seconds > max_seconds:
         raise ReproduceError(f"{entry.folder}: recorded wall time {p.provenance.wall_seconds:.0f} s is over the "
                              f"budget of {max_seconds:.0f} s; not re-run here")
+    config = dict(p.attack.config)
+    surrogate = p.surrogate.method if p.surrogate is not None else None
+    if p.surrogate is not None:  # the model stolen again with the recorded configuration (every resolved value)
+        from reconbench.surrogate.route import PREFIX
+
+        config.update({PREFIX + k: v for k, v in p.surrogate.config.items()})
     with tempfile.TemporaryDirectory() as tmp:
         key = Path(tmp) / "throwaway.pem"  # the run's own signature means nothing; the record is what counts
         generate_key(key)
         evaluate(track_id=p.track, attack_spec=entry.spec, scenario=p.scenario, seed=p.provenance.seed, device=device,
-                 out=out, key_path=key, config=dict(p.attack.config), budget=p.attack.budget or "default",
+                 out=out, key_path=key, config=config, budget=p.attack.budget or "default", surrogate=surrogate,
                  command=f"recon-submit reproduce {entry.folder}", weights_dir=weights_dir, progress=progress)
     return Path(out)
 
@@ -135,7 +141,8 @@ def score_run(entry: Entry, run_dir: Path, *, device: str = "cpu", weights_dir: 
     if target.sha256 != p.target.target_set_sha256:
         raise ReproduceError(f"{entry.folder}: the entry was scored against target set {p.target.target_set_sha256[:12]}…, "
                              f"track '{track.id}' now pins {target.sha256[:12]}…")
-    report = score(images, labels, target.images, target.labels, device=device, weights_dir=weights_dir)
+    # track: its pinned evaluation classifier scores acc_top1/acc_top5/knn_dist, as evaluate and validate do
+    report = score(images, labels, target.images, target.labels, device=device, weights_dir=weights_dir, track=track)
     comparisons = [_compare(name, claim, report.metrics.get(name)) for name, claim in sorted(p.metrics.items())
                    if claim.status == "computed"]
     compared = [c for c in comparisons if c.within is not None]

@@ -6,8 +6,8 @@ downloads pinned revisions and checks the same registry hashes. The Hub seam (te
     load_hub_text_splits(track, parts) -> dict[str, TextSet]   (re-checked here against splits_sha256)
     load_hub_generator(track, device) -> LanguageModel
     load_hub_embedder(track, device) -> Embedder
-Imports of torch / transformers
-stay inside functions: the registry and `recon-submit --help` must not pay for them.
+Imports of torch / transformers stay inside functions: the registry and `recon-submit --help` must
+not pay for them.
 """
 
 from __future__ import annotations

@@ -67,6 +67,7 @@ class Context:
     text_flags: object | None = None  # the text copy rule's flags and pool names (checks/text_scores.py), computed once
     rescored: bool = False  # every claimed metric recomputed and within tolerance
     unverified: list[str] = field(default_factory=list)  # claimed metrics that could not be recomputed here
+    exact_copies: dict[int, int] = field(default_factory=dict)  # reconstruction -> its exact target (checks/copies.py)
     held_reason: str | None = None  # set by the near-copy check: the entry is listed, not ranked
     evidence: dict = field(default_factory=dict)  # near-copy evidence: flagged, total, rows (checks/nearcopies.py)
     reproduced: bool = False  # a valid reproduction record with verdict "reproduced" (checks/reproduction.py)

@@ -1,7 +1,9 @@
 """Check 8, near-copies: how many reconstructions are near-copies of public images (the whole public
 dataset of the track, every split), under the track's calibrated thresholds (submissions/nearcopy.py).
 
-Exact copies already failed check 7. Here a reconstruction is flagged when it is closer to a public
+Exact copies of public images that are not the entry's targets already failed check 7; exact copies
+of its own targets (check 7 lists them in ctx.exact_copies) hold the entry here, whatever their
+share: a perfect attack and a copy look alike until reproduced. Here a reconstruction is flagged when it is closer to a public
 image than all but ~1% of public images are to their nearest other public image, in pixel space or
 in the structure space. A real attack can come that close to its targets (Bias-Rec on small nets
 can), so a flagged entry is not failed: with more than HELD_SHARE flagged it is *held* — listed
@@ -28,18 +30,27 @@ def check(ctx: Context) -> list[Check]:
     except (TrackError, HubError, FileFormatError, ImportError) as exc:
         return [Check("nearcopies", "fail", f"cannot load the public data pool: {exc}")]
     flags = space.flag(ctx.images, thresholds)
-    hits = np.flatnonzero(flags.hit)
+    exact = np.array(sorted(ctx.exact_copies), dtype=np.int64)
+    hits = np.union1d(np.flatnonzero(flags.hit), exact)
     limits = f"pixel MSE <= {thresholds.pixel_mse:.3g} or structure distance <= {thresholds.structure:.3g}"
-    if flags.share <= HELD_SHARE:
+    share = hits.size / len(flags.hit)
+    if share <= HELD_SHARE and not exact.size:
         return [Check("nearcopies", "pass", f"{hits.size} of {len(flags.hit)} reconstructions near a public image "
                                             f"({limits}); an entry is held above {HELD_SHARE:.0%}")]
-    order = hits[np.argsort(flags.structure[hits])]
+    rest = np.setdiff1d(hits, exact)
+    order = np.concatenate([exact, rest[np.argsort(flags.structure[rest])]])  # exact copies shown first
     rows = [dict(index=int(i), public=int(flags.where[i]), pixel=float(flags.pixel[i]),
                  structure=float(flags.structure[i])) for i in order[:EVIDENCE_ROWS]]
-    ctx.evidence = {"flagged": int(hits.size), "total": len(flags.hit), "rows": rows}
-    ctx.held_reason = (f"near-copies of public images: {hits.size} of {len(flags.hit)} reconstructions "
-                       f"({flags.share:.1%}, more than {HELD_SHARE:.0%}) are within the track's calibrated "
-                       f"near-copy thresholds ({limits}); not ranked until reproduced")
+    ctx.evidence = {"flagged": int(hits.size), "total": len(flags.hit), "rows": rows, "exact": int(exact.size)}
+    reasons = []
+    if exact.size:
+        reasons.append(f"exact copies of its own targets: {exact.size} of {len(flags.hit)} reconstructions equal "
+                       "target images (a perfect attack and a copy look alike)")
+    if share > HELD_SHARE:
+        reasons.append(f"near-copies of public images: {hits.size} of {len(flags.hit)} reconstructions "
+                       f"({share:.1%}, more than {HELD_SHARE:.0%}) are within the track's calibrated "
+                       f"near-copy thresholds ({limits})")
+    ctx.held_reason = "; ".join(reasons) + "; not ranked until reproduced"
     details = [f"reconstruction {e['index']} ~ public image {e['public']} (pixel MSE {e['pixel']:.2e}, "
                f"structure {e['structure']:.2e})" for e in rows]
     return [Check("nearcopies", "warn", f"held: {ctx.held_reason}", details)]

@@ -4,9 +4,13 @@
 - target.model_sha256 is the registry's target_model_sha256, target.target_set_sha256 its
   target_set_sha256 (static) or update_set_sha256 (dynamic: D_tar is the update set, SoK Def. 3.2);
 - reconstructions.count is |D_tar| of that scenario and reconstructions.shape the track's input shape;
+- the queries recorded (provenance, and a surrogate's stealing) are within the track's query budget;
 - the attack fits the scenario:
   * a registered attack name must carry the registered family and code reference, and one of its
     declared cells must be allowed by the scenario (knowledge.check_attack_fits, as evaluate does);
+  * a surrogate entry (a white-box attack run on a model stolen through a static black-box cell)
+    runs a registered attack, records the cell's white-box twin as the attack's view, and a
+    surrogate that the toolkit's route can produce (method, the track's architecture, its options);
   * a user's own attack (a name not in the registry) is taken at its declared cell: the harness
     built only that scenario's knowledge view when it ran, so the rule is that its code is a
     `file.py:Class` reference (not a toolkit module: it cannot pose as an official attack) and
@@ -26,9 +30,30 @@ from reconbench.tracks import TrackError, get_track
 USER_CODE = re.compile(r"[\w.-]+\.py:[A-Za-z_]\w*")
 
 
-def _attack_problem(ctx: Context, scenario: Scenario) -> str | None:
+def _surrogate_problem(track, surrogate) -> str | None:
+    """A surrogate block describes what the toolkit's stealing route does: that method, the track's
+    public architecture (the only student it trains), and options the method declares."""
+    from reconbench.attacks.options import OptionsError, resolve_options
+    from reconbench.surrogate.route import SURROGATES
+
+    if surrogate.method not in SURROGATES:  # the schema's Literal already refuses others
+        return f"surrogate method '{surrogate.method}' does not exist (known: {', '.join(SURROGATES)})"
+    if surrogate.architecture != track.architecture:
+        return (f"the surrogate's architecture '{surrogate.architecture}' is not track '{track.id}''s public "
+                f"architecture '{track.architecture}', the only student the stealing route trains")
+    try:
+        resolve_options(SURROGATES[surrogate.method], surrogate.budget, dict(surrogate.config))
+    except OptionsError as exc:
+        return f"surrogate '{surrogate.method}' configuration: {exc}"
+    return None
+
+
+def _attack_problem(ctx: Context, scenario: Scenario, track) -> str | None:
     attack = ctx.result.payload.attack
     cls = ATTACKS.get(attack.name)
+    surrogate = ctx.result.payload.surrogate
+    if surrogate is not None and cls is None:
+        return f"a surrogate entry runs a registered attack (the route never imports one's own), not '{attack.name}'"
     if cls is None:
         if not USER_CODE.fullmatch(attack.code):
             return (f"attack '{attack.name}' is not registered, so its code must be the file.py:Class "
@@ -39,8 +64,10 @@ def _attack_problem(ctx: Context, scenario: Scenario) -> str | None:
                 f"'{attack.code}': a user's own attack needs a name of its own")
     if attack.family != cls.family:
         return f"attack '{attack.name}' is of family '{cls.family}', the entry says '{attack.family}'"
-    surrogate = ctx.result.payload.surrogate
     if surrogate is not None:  # a white-box attack run on a model stolen through the black-box cell
+        problem = _surrogate_problem(track, surrogate)
+        if problem:
+            return problem
         view = Scenario.parse(surrogate.attack_view)
         if scenario.training != "static" or scenario.access != "black-box":
             return f"a surrogate entry records the black-box cell it stole through, not {scenario}"
@@ -84,7 +111,12 @@ def check(ctx: Context) -> list[Check]:
                         "(the SoK's size rule: exactly one reconstruction per target)")
     if tuple(info.shape) != tuple(track.input_shape):
         problems.append(f"reconstructions.shape is {list(info.shape)}, the track's images are {list(track.input_shape)}")
-    attack_problem = _attack_problem(ctx, scenario)
+    spent = [("provenance.queries", payload.provenance.queries),
+             ("surrogate.queries", payload.surrogate.queries if payload.surrogate else None)]
+    for field, queries in spent:  # the track's budget (registry query_budget) held every run of the track
+        if queries is not None and queries > track.query_budget:
+            problems.append(f"{field} is {queries:,}, more than track '{track.id}' allows ({track.query_budget:,}, its query budget)")
+    attack_problem = _attack_problem(ctx, scenario, track)
     if attack_problem:
         problems.append(attack_problem)
     if problems:
