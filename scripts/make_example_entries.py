@@ -1,9 +1,11 @@
 """Generate the example entries of team `reconbench-baselines`: one per registered attack that runs
 on the digits track, each with its paper-default budget, evaluated, signed and submitted with
-the toolkit's own commands, then validated (re-scoring included).
+the toolkit's own commands, then validated (re-scoring included). A text track (`--track lee-news`)
+gets one entry per registered text attack (Complete, Vec2Text) the same way.
 
     .venv/bin/python scripts/make_example_entries.py            # every applicable attack not yet there
     .venv/bin/python scripts/make_example_entries.py --attack mi-face --force
+    .venv/bin/python scripts/make_example_entries.py --track lee-news
 
 The team's private key lives outside the repository (default
 ~/.config/reconbench/keys/reconbench-baselines.pem, created on first use; RECONBENCH_HOME moves it);
@@ -23,7 +25,9 @@ from pathlib import Path
 
 from reconbench.attacks import ATTACKS, AttackError
 from reconbench.evaluation import choose_scenario, evaluate
-from reconbench.results import RESULT_FILE, ResultError, parse_result_json
+from reconbench.results import RESULT_FILE, ResultError
+from reconbench.text.results import parse_any_result as parse_result_json  # image or text entries
+from reconbench.text.tracks import get_text_track, is_text_track
 from reconbench.signing import default_key_path, generate_key
 from reconbench.submissions import validate_board
 from reconbench.submissions.layout import README_FILE
@@ -40,6 +44,11 @@ def default_team_key() -> Path:
 
 def applicable(track_id: str) -> dict[str, str]:
     """attack name -> the scenario evaluate picks for it on this track (its first offered cell)."""
+    if is_text_track(track_id):
+        from reconbench.text.attacks import TEXT_ATTACKS
+        from reconbench.text.evaluation import choose_text_scenario
+
+        return {n: choose_text_scenario(get_text_track(track_id), cls, None) for n, cls in TEXT_ATTACKS.items()}
     track = get_track(track_id)
     out = {}
     for name, cls in ATTACKS.items():
@@ -135,9 +144,16 @@ def main(argv: list[str] | None = None) -> int:
         older = sorted(existing_entries(args.root, args.track, name, cells[name])) if args.replace else []
         print(f"running: {command}", flush=True)
         with tempfile.TemporaryDirectory() as tmp:
-            out = evaluate(track_id=args.track, attack_spec=name, scenario=cells[name], seed=args.seed,
-                           device=args.device, out=Path(tmp) / "result", key_path=key, command=command,
-                           budget=args.budget, surrogate=args.surrogate)
+            if is_text_track(args.track):
+                from reconbench.text.evaluation import evaluate_text
+
+                out = evaluate_text(track_id=args.track, attack=name, scenario=cells[name], seed=args.seed,
+                                    device=args.device, out=Path(tmp) / "result", key_path=key, command=command,
+                                    budget=args.budget)
+            else:
+                out = evaluate(track_id=args.track, attack_spec=name, scenario=cells[name], seed=args.seed,
+                               device=args.device, out=Path(tmp) / "result", key_path=key, command=command,
+                               budget=args.budget, surrogate=args.surrogate)
             (out.folder / README_FILE).write_text(readme(out.result.payload, command), encoding="utf-8")
             sub = submit_result(out.folder, TEAM, root=args.root, key_path=key, team_name=TEAM_NAME)
         print(f"  -> {sub.entry}" + (" (team created)" if sub.team_created else ""))

@@ -112,7 +112,7 @@ def site(tmp_path_factory):
     text = tampered = None
     if text_parts_landed():
         text = submitted_text_entry(work, subs, "mallory", other, hostile_texts)
-        tampered = submitted_text_entry(work, subs, "mallory", other, lambda ts: [t.split()[0] for t in ts])
+        tampered = submitted_text_entry(work, subs, "mallory", other, lambda ts: [t.split()[0] for t in ts], score=False)
         data = bytearray((tampered / "reconstructions.jsonl").read_bytes())
         data[-3] ^= 1
         (tampered / "reconstructions.jsonl").write_bytes(bytes(data))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from reconbench.attacks import ATTACKS
+from reconbench.text.attacks import TEXT_ATTACKS
 from reconbench.submissions import discover_entries, load_team, validate_board
 
 REPO = Path(__file__).resolve().parents[1]
@@ -35,13 +36,16 @@ def test_committed_entries_are_verified_and_the_image_examples_reproduced():
     from reconbench.text.tracks import is_text_track
 
     entries = discover_entries(ROOT)
-    assert len(entries) >= len(ATTACKS)  # one baseline per registered attack, at least
+    assert len(entries) >= len(ATTACKS) + 1  # one baseline per registered image attack, at least, and text ones
     report = validate_board(None, ROOT, rescore=True)
     assert report.ok, [(r.entry_id, [c.message for c in r.checks if c.status == "fail"]) for r in report.entries]
     assert {r.trust for r in report.entries} <= {"re-scored", "reproduced"}, {r.entry_id: r.trust for r in report.entries}
     baselines = [r for r in report.entries if r.team == "reconbench-baselines"]
     image = [r for r in baselines if not is_text_track(r.result.payload.track)]  # text examples: their own tests
     assert {r.result.payload.attack.name for r in image} == set(ATTACKS)
+    text = {r.result.payload.attack.name for r in baselines if is_text_track(r.result.payload.track)}
+    # the text attacks whose default-budget run was committed (complete so far; vec2text: see the report)
+    assert "complete" in text and text <= set(TEXT_ATTACKS)
     assert all(r.readme and r.result.payload.attack.paper in r.readme for r in baselines)
     listed = reproducer_keys()  # maintainers/reproducers.toml of this checkout
     pending = [r for r in image if r.entry_id in NOT_YET_REPRODUCED]

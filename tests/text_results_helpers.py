@@ -45,9 +45,10 @@ def make_text_result(out: Path, key_path: Path, pairs, *, track: str = "lee-news
 
 
 def submitted_text_entry(work: Path, subs: Path, team: str, key: Path, texts, *, name: str | None = None,
-                         attack: str = "complete") -> Path:
+                         attack: str = "complete", score: bool = True) -> Path:
     """A text entry on the real lee-news target split, honestly scored (reconbench.text.metrics) and
-    submitted as `recon-submit submit` does. `texts(target_texts) -> reconstruction texts`."""
+    submitted as `recon-submit submit` does. `texts(target_texts) -> reconstruction texts`.
+    score=False: placeholder metrics (for an entry a test breaks before its metrics matter)."""
     from reconbench.submissions.submit import submit_result
     from reconbench.text.files import load_text_splits, model_sha256
     from reconbench.text.evaluation import score_pairs
@@ -62,7 +63,7 @@ def submitted_text_entry(work: Path, subs: Path, team: str, key: Path, texts, *,
     out = Path(tempfile.mkdtemp(prefix=f"text-run-{team}-{attack}-", dir=work)) / "result"
     make_text_result(out, key, list(zip(target.ids, recs)), attack=attack, role=role, scenario=scenario,
                      family="extraction" if attack == "complete" else "training",
-                     metrics=score_pairs(recs, target.texts), model_sha256=model_sha256(track, role),
+                     metrics=score_pairs(recs, target.texts) if score else None, model_sha256=model_sha256(track, role),
                      target_set_sha256=target.sha256)
     return submit_result(out, team, root=subs, key_path=key, team_name=name).entry
 

@@ -10,8 +10,13 @@ public corpus the toolkit ships or downloads), as for images (checks/copies.py).
   replaced by one space, stripped. So punctuation, spacing, case and width variants do not make a
   copy "new".
 - copy (fails the entry, as an exact image copy does): normalise(reconstruction) equals
-  normalise(p) for a public text p whose normal form differs from that of the reconstruction's own
-  target. A public text identical to the reconstruction's own target is its target, not something else.
+  normalise(p) for a public text p outside the target split (aux, test) whose normal form differs
+  from that of the reconstruction's own target. A public text identical to the reconstruction's own
+  target is its target, not something else.
+- cross-target copy: equal to *another target's* text. A generator that memorised D_tar emits
+  other training sentences for a prompt (Complete on lee-news at the default budget does for 18 of
+  500 targets), so this is an attack outcome, not a copy of outside data: it counts with the near
+  copies below (held above HELD_SHARE), never fails the entry on its own.
 - near copy: similarity = Jaccard index of the two texts' sets of word 1- and 2-grams (of the
   normal form). A reconstruction r of target t is near a public text p != t when
   sim(r, p) >= THRESHOLD and sim(r, p) > sim(r, t): closer to another public text than to its own
@@ -51,8 +56,9 @@ def shingles(text: str) -> set[str]:
 class ShingleSpace:
     """Jaccard similarity of query texts against a fixed list of texts, as sparse matrix products."""
 
-    def __init__(self, texts: list[str]):
+    def __init__(self, texts: list[str], in_target: list[bool] | None = None):
         self.texts = texts
+        self.in_target = in_target or [False] * len(texts)  # which rows are target-split texts
         self.normal = [normalise(t) for t in texts]
         self.index: dict[str, list[int]] = {}  # normal form -> rows holding it
         for j, norm in enumerate(self.normal):
@@ -98,8 +104,8 @@ def calibrate(space: ShingleSpace) -> float:
 
 @dataclass(frozen=True)
 class TextFlags:
-    copy: np.ndarray  # bool per reconstruction: equal (normal form) to a public text that is not its target
-    near: np.ndarray  # bool: near copy (see the module docstring), copies excluded
+    copy: np.ndarray  # bool per reconstruction: equal (normal form) to an aux/test text that is not its target
+    near: np.ndarray  # bool: near copy or another target's text (see the module docstring), copies excluded
     where: np.ndarray  # index into the pool of the public text it copies / is nearest to (-1: none)
     similarity: np.ndarray  # sim(r, that public text)
     own: np.ndarray  # sim(r, its own target)
@@ -125,7 +131,9 @@ def flag(space: ShingleSpace, threshold: float, recs: list[str], targets: list[s
             own[i] = _jaccard(shingles(recs[i]), shingles(targets[i]))
             others = [j for j in index.get(r, []) if space.normal[j] != t]
             if others and r != t:
-                copy[i], where[i], best[i] = True, others[0], 1.0
+                outside = [j for j in others if not space.in_target[j]]
+                where[i], best[i] = (outside or others)[0], 1.0
+                copy[i], near[i] = bool(outside), not outside  # another target's text: see the docstring
                 continue
             row = sim[k].copy()
             row[index.get(t, [])] = -1.0  # the target itself (and its exact duplicates) is no "other" text
@@ -150,5 +158,5 @@ def public_text_space(track_id: str, target_sha256: str | None) -> tuple[Shingle
     for part in SPLITS:
         texts += splits[part].texts
         names += [f"{part} {i}" for i in splits[part].ids]
-    space = ShingleSpace(texts)
+    space = ShingleSpace(texts, [n.startswith("target ") for n in names])
     return space, calibrate(space), names

@@ -65,15 +65,16 @@ def copies(ctx: Context) -> list[Check]:
                  "equal after normalisation)" for i in hits]
         shown = ", ".join(repr(_id(ctx, i)) for i in hits[:SHOW]) + (", ..." if hits.size > SHOW else "")
         raise CheckFailed(f"{hits.size} of {len(flags.copy)} reconstructions are copies of public "
-                          f"{ctx.track.dataset} texts that are not their targets: ids {shown}", lines)
-    return [Check("copies", "pass", f"no reconstruction equals (after normalisation) a public text other than its "
-                                    f"target, among {len(names)} public texts")]
+                          f"{ctx.track.dataset} texts outside the target split (not their targets): ids {shown}", lines)
+    return [Check("copies", "pass", f"no reconstruction equals (after normalisation) an aux or test text, among "
+                                    f"{len(names)} public texts (another target's text counts as a near copy)")]
 
 
 def nearcopies(ctx: Context) -> list[Check]:
     flags, names = _flags(ctx)
     hits = np.flatnonzero(flags.near)
-    limit = f"word 1-2-gram Jaccard >= {flags.threshold:.3g} and above the similarity to its own target"
+    limit = (f"another target's text, or word 1-2-gram Jaccard >= {flags.threshold:.3g} and above the similarity "
+             "to its own target")
     if flags.near_share <= HELD_SHARE:
         return [Check("nearcopies", "pass", f"{hits.size} of {len(flags.near)} reconstructions near a public text "
                                             f"that is not their target ({limit}); an entry is held above {HELD_SHARE:.0%}")]
