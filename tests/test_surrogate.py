@@ -146,3 +146,17 @@ def test_the_query_budget_is_the_tracks_and_a_larger_one_admits_the_paper_preset
                     "--budget", "paper", "--scenario", "static/black-box/none")
     assert res.exit_code == 1 and "query budget" not in res.output and "no-key.pem" in res.output, res.output
     assert not (tmp_path / "o").exists()
+
+
+def test_stealing_starts_from_the_seed_whatever_ran_before():
+    """A reproduction re-steals in another process whose global RNG has seen other work: the
+    student's initial weights must come from the seed alone (a 2-query-iteration steal suffices)."""
+    models = []
+    for noise in (0, 5):
+        torch.manual_seed(1000 + noise)
+        torch.rand(noise * 100)  # a different global RNG state before the route
+        k = build_knowledge(TRACK, Scenario.parse("static/black-box/none"))
+        models.append(steal(TRACK, k, "dfme", budget="quick", overrides={"query_budget": 2 * 896}, seed=0,
+                            progress=Progress()).model)
+    for a, b in zip(models[0].state_dict().values(), models[1].state_dict().values()):
+        assert torch.equal(a, b)

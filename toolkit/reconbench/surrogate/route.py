@@ -105,6 +105,7 @@ def steal(track: Track, knowledge: Knowledge, method: str, *, budget: str, overr
           progress: Progress) -> Stolen:
     query = knowledge.query
     cfg = check_query_budget(track, method, budget, overrides, allowed=query.budget - query.queries)
+    torch.manual_seed(seed)  # the student's initial weights: a reproduction must start from the same ones
     student = build_model(track.architecture, **track.arch_kwargs)
     before = query.queries
     if method == "dfme":
