@@ -194,6 +194,8 @@ def test_reference_baselines_beside_the_board(site):
     aux = next(r for r in refs if r["kind"] == "aux" and r["cell"] == "static/*/same")
     assert 0.85 < aux["metrics"]["ssim"]["value"] < 0.95  # returning public data scores high on digits
     assert "reference: " in board  # the chart's horizontal lines carry their labels
+    attack = (out / "attacks/mi-face/index.html").read_text()  # an attack page: its cells' references, labelled
+    assert "Reference baselines (not entries)" in attack and "uniform noise: not an entry" in attack
 
 
 def test_text_entries_are_escaped_everywhere(site):
