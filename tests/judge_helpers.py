@@ -19,6 +19,8 @@ def example_entry(attack: str, track: str = "digits") -> str:
 
     found = []
     for result in (REPO / "submissions" / TEAM).glob("*/result.json"):
+        if (result.parent / "reconstructions.jsonl").exists():
+            continue  # a text entry: the judge compares images
         payload = parse_result_json(result).payload
         if (payload.track, payload.attack.name) == (track, attack) and payload.scenario.startswith("static/") \
                 and payload.surrogate is None:
