@@ -44,8 +44,9 @@ def test_committed_entries_are_verified_and_the_image_examples_reproduced():
     image = [r for r in baselines if not is_text_track(r.result.payload.track)]  # text examples: their own tests
     assert {r.result.payload.attack.name for r in image} == set(ATTACKS)
     text = {r.result.payload.attack.name for r in baselines if is_text_track(r.result.payload.track)}
-    # the text attacks whose default-budget run was committed (complete so far; vec2text: see the report)
-    assert "complete" in text and text <= set(TEXT_ATTACKS)
+    # one example per text attack (Complete at its default budget, Vec2Text at quick: its default
+    # outlasted 30 minutes on the loaded 2-core machine that made the examples)
+    assert text == set(TEXT_ATTACKS)
     assert all(r.readme and r.result.payload.attack.paper in r.readme for r in baselines)
     listed = reproducer_keys()  # maintainers/reproducers.toml of this checkout
     pending = [r for r in image if r.entry_id in NOT_YET_REPRODUCED]
