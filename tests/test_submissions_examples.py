@@ -13,17 +13,14 @@ REPO = Path(__file__).resolve().parents[1]
 ROOT = REPO / "submissions"
 
 
-# Image examples without a reproduction record: not reproduced within tolerance, both re-run with
-# 1 thread where the entries ran with 2 (open):
-# - Updates-Leak: knn_dist 56.0 vs 51.4 claimed (5% allowed; SSIM 0.710 vs 0.729 within) -- its
-#   KMeans and CBM-GAN training depend on the thread count; re-run it with 2 threads first;
+# Image examples without a reproduction record (Updates-Leak reproduced bit-identically once re-run
+# with the 2 threads its entry ran with):
 # - the DFME-surrogate DeepInversion: two re-runs (1 and 2 threads) gave acc@1 0.548 / 0.514 and SSIM
-#   0.470 / 0.482 against the claimed 0.628 and 0.499. Likely cause: surrogate/route.py steal() builds
-#   the student before DFME.steal seeds torch, so its initial weights depend on the process's history.
+#   0.470 / 0.482 against the claimed 0.628 and 0.499: surrogate/route.py built the student before
+#   seeding (fixed in 8be9492), so the entry, made before the fix, must be re-made, then reproduced.
 # `recon-submit reproduce ENTRY --key K` adds a record; then the entry leaves this set.
 NOT_YET_REPRODUCED = {
     "digits-deepinversion-20261201022553-97923559",
-    "digits-updates-leak-20261201020453-4de0c379",
 }
 
 
