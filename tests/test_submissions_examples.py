@@ -13,15 +13,11 @@ REPO = Path(__file__).resolve().parents[1]
 ROOT = REPO / "submissions"
 
 
-# Image examples without a reproduction record (Updates-Leak reproduced bit-identically once re-run
-# with the 2 threads its entry ran with):
-# - the DFME-surrogate DeepInversion: two re-runs (1 and 2 threads) gave acc@1 0.548 / 0.514 and SSIM
-#   0.470 / 0.482 against the claimed 0.628 and 0.499: surrogate/route.py built the student before
-#   seeding (fixed in 8be9492), so the entry, made before the fix, must be re-made, then reproduced.
-# `recon-submit reproduce ENTRY --key K` adds a record; then the entry leaves this set.
-NOT_YET_REPRODUCED = {
-    "digits-deepinversion-20261201022553-97923559",
-}
+# Image examples without a reproduction record (none today). History: Updates-Leak reproduced once
+# re-run with the 2 threads its entry ran with; the DFME-surrogate DeepInversion once the surrogate
+# route seeded the student before building it (8be9492) and the entry was re-made after that fix.
+# `recon-submit reproduce ENTRY --key K` adds a record; an entry listed here must not have one.
+NOT_YET_REPRODUCED: set[str] = set()
 
 
 def test_committed_entries_are_verified_and_the_image_examples_reproduced():
