@@ -142,23 +142,25 @@ def registry_path() -> Path:
     return Path(str(resources.files("reconbench") / "registry" / "tracks.json"))
 
 
-@lru_cache(maxsize=4)
-def _load_registry(path: str, mtime: float) -> Registry:
+@lru_cache(maxsize=8)
+def read_registry_file(path: str, mtime: float, schema: type[BaseModel] | None = None, what: str = "tracks registry"):
+    """A registry file validated by `schema` (Registry by default), cached until its mtime changes."""
     try:
         raw = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
-        raise TrackError(f"{path}: cannot read the tracks registry ({exc})") from None
-    return Registry.model_validate(raw)
+        raise TrackError(f"{path}: cannot read the {what} ({exc})") from None
+    return (schema or Registry).model_validate(raw)
+
 
 
 def load_registry() -> Registry:
     path = registry_path()
-    registry = _load_registry(str(path), path.stat().st_mtime if path.exists() else 0.0)
+    registry = read_registry_file(str(path), path.stat().st_mtime if path.exists() else 0.0)
     zoo = path.with_name(ZOO_FILE)
     if os.environ.get(REGISTRY_ENV) or not zoo.exists():  # an override file is the whole registry
         return registry
     # The packaged registry = tracks.json + the generated target-model zoo grid (registry/zoo.json).
-    grid = _load_registry(str(zoo), zoo.stat().st_mtime)
+    grid = read_registry_file(str(zoo), zoo.stat().st_mtime)
     clash = {t.id for t in registry.tracks} & {t.id for t in grid.tracks}
     if clash:
         raise TrackError(f"{zoo}: track id(s) also in {path.name}: {', '.join(sorted(clash))}")

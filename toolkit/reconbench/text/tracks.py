@@ -8,9 +8,7 @@ Like tracks.py this module only reads the registry: no torch, no transformers, n
 
 from __future__ import annotations
 
-import json
 import os
-from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Literal
@@ -18,7 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from reconbench.scenario import Scenario
-from reconbench.tracks import TrackError
+from reconbench.tracks import TrackError, all_tracks, read_registry_file
 
 TEXT_REGISTRY_ENV = "RECONBENCH_TEXT_REGISTRY"  # a text registry file to use instead of the packaged one
 Role = Literal["generator", "embedder"]  # Complete attacks the generator, Vec2Text the embedder
@@ -109,21 +107,11 @@ def text_registry_path() -> Path:
     return Path(str(resources.files("reconbench") / "registry" / "text_tracks.json"))
 
 
-@lru_cache(maxsize=4)
-def _load(path: str, mtime: float) -> TextRegistry:
-    try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise TrackError(f"{path}: cannot read the text-track registry ({exc})") from None
-    return TextRegistry.model_validate(raw)
-
-
 def all_text_tracks() -> list[TextTrack]:
     path = text_registry_path()
     if not path.exists():
         return []
-    tracks = _load(str(path), path.stat().st_mtime).tracks
-    from reconbench.tracks import all_tracks
+    tracks = read_registry_file(str(path), path.stat().st_mtime, TextRegistry, "text-track registry").tracks
 
     clash = {t.id for t in tracks} & {t.id for t in all_tracks()}
     if clash:
