@@ -43,6 +43,16 @@ class CheckFailed(Exception):
         self.details = tuple(details)
 
 
+def require_signed_sha256(path: Path, signed: str) -> None:
+    """The file's bytes are the ones the result signed (image and text reconstructions alike)."""
+    from reconbench.io import sha256_file
+
+    actual = sha256_file(path)
+    if actual != signed:
+        raise CheckFailed(f"{path}: sha256 is {actual}, the signed result says {signed} "
+                          "(the file was changed or swapped after signing)")
+
+
 @dataclass
 class Context:
     """What one entry's checks learn, in order; each check reads what the earlier ones left."""

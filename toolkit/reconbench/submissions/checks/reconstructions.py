@@ -11,10 +11,9 @@ from pathlib import Path
 import numpy as np
 
 from reconbench.hub import HubError, download_pinned
-from reconbench.io import sha256_file
 from reconbench.io import FileFormatError, load_arrays
 from reconbench.results import RECONSTRUCTIONS_FILE
-from reconbench.submissions.checks.base import Check, CheckFailed, Context
+from reconbench.submissions.checks.base import Check, CheckFailed, Context, require_signed_sha256
 from reconbench.text.jsonl import TEXT_RECONSTRUCTIONS_FILE
 
 # safetensors = 8-byte header length + JSON header + raw data. The header of our two tensors is
@@ -58,10 +57,7 @@ def check(ctx: Context) -> list[Check]:
     if size > need + 8 + HEADER_SLACK:
         raise CheckFailed(f"{path}: {size:,} bytes, more than {info.count} images of {list(info.shape)} and "
                           "their labels need: refused before reading")
-    actual = sha256_file(path)
-    if actual != info.sha256:
-        raise CheckFailed(f"{path}: sha256 is {actual}, the signed result says {info.sha256} "
-                          "(the file was changed or swapped after signing)")
+    require_signed_sha256(path, info.sha256)
     try:
         arrays = load_arrays(path, required={"images": np.uint8, "labels": np.int64})
     except FileFormatError as exc:

@@ -18,9 +18,8 @@ from __future__ import annotations
 import os
 import stat
 
-from reconbench.io import sha256_file
 from reconbench.scenario import Scenario
-from reconbench.submissions.checks.base import Check, CheckFailed, Context
+from reconbench.submissions.checks.base import Check, CheckFailed, Context, require_signed_sha256
 
 
 def _attack_problem(payload, scenario: Scenario) -> str | None:
@@ -109,10 +108,7 @@ def reconstructions(ctx: Context) -> list[Check]:
     if st.st_size != info.bytes:  # refused on its size alone, before a byte is read
         raise CheckFailed(f"{path}: {st.st_size:,} bytes, the signed result says {info.bytes:,} "
                           "(the file was changed, truncated or swapped after signing)")
-    actual = sha256_file(path)
-    if actual != info.sha256:
-        raise CheckFailed(f"{path}: sha256 is {actual}, the signed result says {info.sha256} "
-                          "(the file was changed or swapped after signing)")
+    require_signed_sha256(path, info.sha256)
     try:
         texts = read_jsonl(path)
         check_ids(texts, ctx.target_texts.ids, str(path))
