@@ -69,3 +69,14 @@ def test_tracks_lists_text_tracks_as_planned():
     assert res.exit_code == 0 and "text tracks (" in res.output
     assert all(text_track_id(d, n) in res.output for d in ("sst2", "agnews", "imdb") for n in SIZES)
     assert "gpt2 / gtr-t5" in res.output
+
+
+def test_a_text_track_may_not_take_an_image_tracks_id(tmp_path, monkeypatch):
+    """A registry that names a text track `digits` would send `evaluate --track digits` down the text
+    pipeline: refused on load, naming the file and the id."""
+    row = json.loads(text_registry_path().read_text())["tracks"][0] | {"id": "digits"}
+    forged = tmp_path / "text_tracks.json"
+    forged.write_text(json.dumps({"schema_version": 1, "tracks": [row]}))
+    monkeypatch.setenv("RECONBENCH_TEXT_REGISTRY", str(forged))
+    with pytest.raises(TrackError, match=r"text_tracks.json: text track id\(s\) also used by an image track: digits"):
+        all_text_tracks()
