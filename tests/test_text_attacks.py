@@ -198,12 +198,25 @@ def test_queries_are_counted_and_the_budget_refuses_more(sets, generator, embedd
     assert view.queries == 2  # a refused query costs nothing and returns nothing
     with pytest.raises(ValueError):
         view.query(["a"], 10_000)  # beyond the generator's context
+    context = view.query.context
+    assert context == generator.model.config.n_positions == 128
+    with pytest.raises(ValueError, match=f"context of {context} tokens"):
+        view.query(["The fire"], context)  # prompt + continuation past n_positions: refused, not cut
+    assert view.queries == 2
     emb = emb_view(sets, embedder, budget=3)
     assert emb.query(["one text", "another"]).shape == (2, embedder.dim) and emb.queries == 2
     with pytest.raises(QueryBudgetExceeded):
         emb.query(["x", "y"])
     with pytest.raises(ValueError):
         emb.query("a bare string is not a list of texts")
+
+
+def test_complete_paper_preset_is_refused_clearly_on_a_short_context(sets, generator):
+    """Carlini et al.'s 256 tokens do not fit lee-news' 128-position GPT-2: one clear error, no query spent."""
+    view = gen_view(sets, generator)
+    with pytest.raises(AttackError, match=r"max_new_tokens=256 \(budget 'paper'\).*context of 128 tokens"):
+        load_text_attack("complete")(budget="paper").run(view, seed=0, progress=Progress())
+    assert view.queries == 0
 
 
 def test_exactly_one_reconstruction_per_target_id():

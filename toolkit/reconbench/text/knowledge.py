@@ -88,9 +88,26 @@ class GenerationQuery(_Counted):
         prompts = _texts(prompts, "the generator query")
         if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or not 1 <= max_new_tokens <= MAX_NEW_TOKENS_CAP:
             raise ValueError(f"max_new_tokens must be an int in [1, {MAX_NEW_TOKENS_CAP}], got {max_new_tokens!r}")
-        self._charge(len(prompts))
         model, tokenizer, device, batch_size = self.__dict__["_lm"]
+        self._check_context(tokenizer, prompts, max_new_tokens)
+        self._charge(len(prompts))
         return _greedy(model, tokenizer, device, prompts, max_new_tokens, batch_size)
+
+    @property
+    def context(self) -> int | None:
+        """The generator's context in tokens (GPT-2's n_positions): a public fact of its architecture."""
+        config = getattr(self.__dict__["_lm"][0], "config", None)
+        return getattr(config, "n_positions", None)
+
+    def _check_context(self, tokenizer, prompts: list[str], max_new_tokens: int) -> None:
+        """Prompt + continuation must fit the context: past it GPT-2 has no position embedding, and
+        generate would fail deep inside torch (or be cut silently); refused before any query is counted."""
+        if self.context is None or not prompts:
+            return
+        longest = max(len(tokenizer(p if p else tokenizer.bos_token or tokenizer.eos_token)["input_ids"]) for p in prompts)
+        if longest + max_new_tokens > self.context:
+            raise ValueError(f"max_new_tokens={max_new_tokens} does not fit the generator's context of {self.context} "
+                             f"tokens after a prompt of {longest} tokens: ask for at most {self.context - longest}")
 
 
 def _greedy(model, tokenizer, device, prompts: list[str], max_new_tokens: int, batch_size: int) -> list[str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from reconbench.attacks.base import Progress
+from reconbench.attacks.errors import AttackError
 from reconbench.attacks.options import AttackOptions
 from reconbench.text.attacks.base import TextAttack, TextReconstruction
 from reconbench.text.items import TextItem
@@ -41,6 +42,13 @@ class Complete(TextAttack):
         prompts = knowledge.prompts
         ids = list(knowledge.target_ids)
         batch = self.config["batch"]
+        context = getattr(knowledge.query, "context", None)
+        if context is not None and self.config["max_new_tokens"] >= context:
+            # Carlini et al.'s 256 tokens (the paper preset) need GPT-2's 1,024-token context; a small
+            # track's generator may have less (lee-news: 128). Refused before any query.
+            raise AttackError(f"complete: max_new_tokens={self.config['max_new_tokens']} (budget '{self.budget}') does not "
+                              f"fit the generator's context of {context} tokens; choose a smaller budget or "
+                              f"max_new_tokens below {context} minus the prompt's length")
         items: list[TextItem] = []
         with progress.task("complete: greedy completions", len(ids)) as advance:
             for start in range(0, len(ids), batch):
