@@ -1,28 +1,43 @@
 """The GAN-prior attacks (Revealer/GMI, KEDMI, PLG-MI): end to end on digits against uninformed
 and aux-data baselines, their prior cache, and the papers' 64x64 networks on a CelebA-shaped input.
 
-Metrics: the three papers report attack accuracy (Acc@1) and KNN distance of the evaluation
-classifier (the digits track's eval CNN: metrics/classifier.py); the SoK adds SSIM S-Dis with its
-coverage alpha (Def. 4.2). A fourth measure here is coverage in the eval CNN's feature space:
-the share of targets that are some reconstruction's nearest same-class target (the KNN match,
-counted as alpha is). Baselines: seeded uniform noise, and the per-class mean of the attacker's
-aux images (10 distinct images). Measured at the test budgets below (seed 0, one thread):
+Metrics. The paper metric compared with the per-class aux mean is FID, the SoK's dataset-level
+D-Dis (its Table 2 reports it for all three attacks; KEDMI's and PLG-MI's papers report it too).
+The SoK computes it on pytorch-fid's Inception, whose weights cannot be downloaded here, so the
+test takes the same Frechet distance (metrics.fid.fid_from_features, checked against pytorch-fid's
+formula in test_metrics_fid.py) on the penultimate features of the digits track's evaluation CNN
+(metrics/classifier.py, the features of the papers' KNN distance): "fd_eval" below, lower is
+better. Acc@1 cannot separate them: the class mean already scores 1.000. Also reported: Acc@1 and
+KNN distance (the three papers), SSIM S-Dis with its coverage alpha (SoK Def. 4.2) and coverage in
+the eval CNN's feature space (the share of targets that are some reconstruction's nearest
+same-class target). Baselines: seeded uniform noise, the per-class mean of the attacker's aux
+images (10 distinct images), and one random aux image per slot (the attacker's data copied).
+Measured with seed 0, one thread, on an idle 2-core VM (wall s = attack incl. prior training):
 
-                 acc_top1  knn_dist  SSIM (alpha)    feature coverage
-    noise          0.104    129.2    0.249 (51.4%)   14.4%
-    class mean     1.000     12.9    0.894 (2.0%)     2.0%
-    Revealer       0.332     73.2    0.550 (35.4%)   10.8%
-    KEDMI          0.614     63.7    0.614 (25.4%)   17.0%
-    PLG-MI         0.900     62.2    0.736 (15.8%)   12.6%
+                                       fd_eval  acc@1   knn   SSIM   wall s
+    noise                               114.75  0.104  129.2  0.249
+    per-class aux mean                   19.35  1.000   12.9  0.894
+    random aux image per slot             2.15  0.994   13.4  0.895
+    Revealer, test budget below           8.04  0.998   18.3  0.860    ~40
+    Revealer, default                    10.32  0.998   17.7  0.887    ~100
+    KEDMI, test budget below             84.04  0.614   63.7  0.614    ~10
+    KEDMI, default (120 GAN epochs)      45.71  0.898   40.7  0.726
+    KEDMI, 600 / 1,500 GAN epochs        26.95 / 24.88 (acc@1 0.986 / 0.994)   310 / 660
+    PLG-MI, test budget below            77.32  0.900   62.2  0.736    ~15
+    PLG-MI, default (600 cGAN steps)     80.01  1.000   50.7  0.842    ~200
+    PLG-MI, 2,000 cGAN steps, z steps 1 / 30 / 100 / 300:  12.0 / 23.8 / 34.1 / 41.8 (acc@1 1.000)
 
-So each attack beats noise on the papers' metrics (Acc@1 +0.23..+0.80, KNN distance at most 0.57x
-noise's) and on SSIM (+0.30..+0.49); the class mean beats every attack on Acc@1, KNN distance and
-the SSIM value: on 8x8 digits the eval CNN's class prototype is what a mean image is, and these
-metrics are blind to diversity (the SoK's caveat, §4.1). The attacks beat the class mean only on
-diversity: 7.9x..17.7x its SSIM coverage and 5.4x..8.5x its feature coverage. (A random aux image
-per slot, the attacker's own data copied, scores 0.994 / 13.4 / 0.895 (40.4%) / 40.4%: better
-than every attack here on every measure, the "imputation" question of the SoK's §7.) At the
-`quick` presets of the example entries the attacks reach Acc@1 0.68-0.73, still below the mean.
+So Revealer beats the class mean on FID in the eval CNN's features (asserted below, at a budget
+of 150 GAN epochs, 100 latent steps, 1 restart). KEDMI and PLG-MI do not, at any budget measured
+here: KEDMI's feature-matching GAN improves slowly on 500 aux images (the official 120 epochs are
+~840 steps here, against ~56,000 on CelebA's public split); PLG-MI's conditional GAN alone beats
+the mean (12.0 unoptimised), but its max-margin latent search, run as the official code runs it
+(Adam lr 0.1 on unconstrained z), moves the images away from the target distribution step by
+step while Acc@1 stays 1.000, so the attack ends worse than its own prior on this metric. Both
+still beat noise on every measure and the mean on diversity (SSIM coverage, feature coverage),
+which is asserted; that they stay behind the mean on fd_eval is asserted too, as measured, so that
+a change that helps them updates this table. Whether they beat the mean on the Inception FID the
+papers use is open until those weights can be fetched (`recon-submit weights fetch`).
 """
 
 from __future__ import annotations
@@ -42,6 +57,7 @@ from reconbench.data.arrays import ArraySet
 from reconbench.knowledge import Knowledge, PublicFacts, QueryFunction, build_knowledge
 from reconbench.metrics import score
 from reconbench.metrics.classifier import logits_and_features, track_evaluator
+from reconbench.metrics.fid import fid_from_features
 from reconbench.scenario import Scenario
 from reconbench.tracks import get_track
 from reconbench.track_files import load_splits
@@ -50,7 +66,7 @@ SCENARIO = Scenario.parse("static/white-box/same")
 GAN_ATTACKS = ("revealer", "kedmi", "plg-mi")
 # Test budgets, below the "quick" presets: CPU time matters on a shared runner.
 BUDGETS = {
-    "revealer": {"gan_epochs": 10, "iterations": 50, "restarts": 1},
+    "revealer": {"gan_epochs": 150, "iterations": 100, "restarts": 1},  # the quick preset
     "kedmi": {"gan_epochs": 10, "iterations": 300},
     "plg-mi": {"gan_iterations": 40, "iterations": 40},
 }
@@ -69,7 +85,7 @@ def digits_target():
 
 
 def _report(images: np.ndarray, labels: np.ndarray, target) -> dict[str, float]:
-    """acc_top1, knn_dist, ssim and its coverage, and coverage in the eval CNN's feature space."""
+    """fd_eval, acc_top1, knn_dist, ssim and its coverage, and coverage in the eval CNN's feature space."""
     track = get_track("digits")
     r = score(images, labels, target.images, target.labels, lpips=False, fid=False, track=track)
     evaluator, why = track_evaluator(track)
@@ -78,7 +94,7 @@ def _report(images: np.ndarray, labels: np.ndarray, target) -> dict[str, float]:
     _, tar_f = logits_and_features(evaluator, target.images, "cpu")
     same = torch.from_numpy(labels)[:, None] == torch.from_numpy(target.labels)[None, :]
     nearest = torch.where(same, torch.cdist(rec_f, tar_f), torch.inf).argmin(1)
-    return {"acc_top1": r.metrics["acc_top1"].value, "knn_dist": r.metrics["knn_dist"].value,
+    return {"fd_eval": fid_from_features(rec_f.numpy(), tar_f.numpy()), "acc_top1": r.metrics["acc_top1"].value, "knn_dist": r.metrics["knn_dist"].value,
             "ssim": r.metrics["ssim"].value, "ssim_cov": r.metrics["ssim"].coverage,
             "feature_cov": len(set(nearest.tolist())) / len(target.labels)}
 
@@ -96,22 +112,26 @@ def baselines(digits_target):
 
 
 @pytest.mark.parametrize("name", GAN_ATTACKS)
-def test_gan_attack_on_digits_beats_noise_and_covers_more_than_the_class_mean(name, baselines, digits_target):
+def test_gan_attack_on_digits_against_noise_and_the_class_mean(name, baselines, digits_target):
     k, rec = _digits(name, **BUDGETS[name])
     assert rec.images.shape == (k.target_size, *k.input_shape)  # exactly |D_tar|, no replication
     assert torch.equal(rec.labels, class_balanced_labels(k.target_size, k.num_classes))
     assert rec.provenance["prior_trained_in_this_run"] in (True, False)
     ours = _report(rec.to_uint8().numpy(), rec.labels.numpy(), digits_target)
     noise, mean = baselines["noise"], baselines["mean"]
-    # the papers' metrics, against noise (measured margins: acc +0.23..+0.80, knn 0.49x..0.57x)
-    assert ours["acc_top1"] > noise["acc_top1"] + 0.15, ours
+    assert 19 < mean["fd_eval"] < 20 and 110 < noise["fd_eval"] < 120, (mean, noise)  # the baselines of the table
+    # every attack against noise, on the papers' metrics (measured: fd_eval <= 0.74x, acc +0.51..+0.89)
+    assert ours["fd_eval"] < 0.8 * noise["fd_eval"], ours
+    assert ours["acc_top1"] > noise["acc_top1"] + 0.4, ours
     assert ours["knn_dist"] < 0.7 * noise["knn_dist"], ours
-    assert ours["ssim"] > noise["ssim"] + 0.25, ours  # measured +0.30..+0.49
-    # diversity, against the class mean (measured 7.9x..17.7x and 5.4x..8.5x)
-    assert ours["ssim_cov"] >= 5 * mean["ssim_cov"], ours
-    assert ours["feature_cov"] >= 4 * mean["feature_cov"], ours
-    # the table above, checked: the class mean wins on every value (an attack that beats it: update the table)
-    assert mean["acc_top1"] > ours["acc_top1"] and mean["knn_dist"] < ours["knn_dist"] and mean["ssim"] > ours["ssim"]
+    assert ours["ssim"] > noise["ssim"] + 0.25, ours  # measured +0.37..+0.61
+    if name == "revealer":  # against the class mean on FID in the eval CNN's features: 8.04 vs 19.35
+        assert ours["fd_eval"] < 0.6 * mean["fd_eval"], ours
+        assert ours["acc_top1"] > 0.95, ours
+    else:  # as measured (see the top): behind the mean on fd_eval, ahead of it on diversity
+        assert ours["fd_eval"] > 2 * mean["fd_eval"], ours
+        assert ours["ssim_cov"] >= 5 * mean["ssim_cov"], ours  # measured 7.9x..12.7x
+        assert ours["feature_cov"] >= 4 * mean["feature_cov"], ours  # measured 6.3x..8.5x
     with torch.no_grad():  # the identity loss did its job: the target sees the intended classes
         assert (k.model(rec.images).argmax(1) == rec.labels).float().mean() > 0.9
 
