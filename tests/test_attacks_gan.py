@@ -4,9 +4,9 @@ and aux-data baselines, their prior cache, and the papers' 64x64 networks on a C
 Metrics. The paper metric compared with the per-class aux mean is FID, the SoK's dataset-level
 D-Dis (its Table 2 reports it for all three attacks; KEDMI's and PLG-MI's papers report it too).
 The SoK computes it on pytorch-fid's Inception, whose weights cannot be downloaded here, so the
-test takes the same Frechet distance (metrics.fid.fid_from_features, checked against pytorch-fid's
-formula in test_metrics_fid.py) on the penultimate features of the digits track's evaluation CNN
-(metrics/classifier.py, the features of the papers' KNN distance): "fd_eval" below, lower is
+test takes the same Frechet distance (metrics.classifier.eval_feature_fid, checked against
+pytorch-fid's formula in test_metrics_classifier.py) on the penultimate features of the digits
+track's evaluation CNN (the features of the papers' KNN distance): "fd_eval" below, lower is
 better. Acc@1 cannot separate them: the class mean already scores 1.000. Also reported: Acc@1 and
 KNN distance (the three papers), SSIM S-Dis with its coverage alpha (SoK Def. 4.2) and coverage in
 the eval CNN's feature space (the share of targets that are some reconstruction's nearest
@@ -37,7 +37,8 @@ step while Acc@1 stays 1.000, so the attack ends worse than its own prior on thi
 still beat noise on every measure and the mean on diversity (SSIM coverage, feature coverage),
 which is asserted; that they stay behind the mean on fd_eval is asserted too, as measured, so that
 a change that helps them updates this table. Whether they beat the mean on the Inception FID the
-papers use is open until those weights can be fetched (`recon-submit weights fetch`).
+papers use is open until those weights can be fetched (`recon-submit weights fetch`; then
+benchmarks/bench_gan_vs_class_mean.py prints both distances).
 """
 
 from __future__ import annotations
@@ -56,8 +57,7 @@ from reconbench.attacks.plg_mi import top_n_selection
 from reconbench.data.arrays import ArraySet
 from reconbench.knowledge import Knowledge, PublicFacts, QueryFunction, build_knowledge
 from reconbench.metrics import score
-from reconbench.metrics.classifier import logits_and_features, track_evaluator
-from reconbench.metrics.fid import fid_from_features
+from reconbench.metrics.classifier import eval_feature_fid, logits_and_features, track_evaluator
 from reconbench.scenario import Scenario
 from reconbench.tracks import get_track
 from reconbench.track_files import load_splits
@@ -94,7 +94,7 @@ def _report(images: np.ndarray, labels: np.ndarray, target) -> dict[str, float]:
     _, tar_f = logits_and_features(evaluator, target.images, "cpu")
     same = torch.from_numpy(labels)[:, None] == torch.from_numpy(target.labels)[None, :]
     nearest = torch.where(same, torch.cdist(rec_f, tar_f), torch.inf).argmin(1)
-    return {"fd_eval": fid_from_features(rec_f.numpy(), tar_f.numpy()), "acc_top1": r.metrics["acc_top1"].value, "knn_dist": r.metrics["knn_dist"].value,
+    return {"fd_eval": eval_feature_fid(evaluator, images, target.images), "acc_top1": r.metrics["acc_top1"].value, "knn_dist": r.metrics["knn_dist"].value,
             "ssim": r.metrics["ssim"].value, "ssim_cov": r.metrics["ssim"].coverage,
             "feature_cov": len(set(nearest.tolist())) / len(target.labels)}
 

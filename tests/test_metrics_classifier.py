@@ -58,6 +58,23 @@ def test_metrics_against_direct_computation(digits):
     assert 0 < got["acc_top1"].value < got["acc_top5"].value <= 1
 
 
+def test_eval_feature_fid_against_pytorch_fid(digits):
+    from pytorch_fid.fid_score import calculate_frechet_distance
+
+    from reconbench.metrics.classifier import eval_feature_fid
+
+    _, evaluator, target = digits
+    rng = np.random.default_rng(1)
+    rec = np.clip(target.images.astype(int) + rng.integers(-40, 40, size=target.images.shape), 0, 255).astype(np.uint8)
+    _, f_rec = logits_and_features(evaluator, rec, "cpu")
+    _, f_tar = logits_and_features(evaluator, target.images, "cpu")
+    f_rec, f_tar = f_rec.numpy(), f_tar.numpy()
+    reference = calculate_frechet_distance(f_rec.mean(0), np.cov(f_rec, rowvar=False), f_tar.mean(0), np.cov(f_tar, rowvar=False))
+    got = eval_feature_fid(evaluator, rec, target.images)
+    assert got == pytest.approx(reference, rel=1e-6) and got > 0.1
+    assert eval_feature_fid(evaluator, target.images, target.images) == pytest.approx(0.0, abs=1e-6)
+
+
 def test_copies_of_targets_score_perfectly_and_noise_does_not(digits):
     _, evaluator, target = digits
     same = classifier_metrics(evaluator, target.images, target.labels, target.images, target.labels)

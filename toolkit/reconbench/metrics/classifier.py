@@ -85,6 +85,20 @@ def classifier_metrics(evaluator: Evaluator, rec: np.ndarray, rec_y: np.ndarray,
     }
 
 
+def eval_feature_fid(evaluator: Evaluator, rec: np.ndarray, tar: np.ndarray, device: str = "cpu") -> float:
+    """The Frechet distance of FID (metrics/fid.py) on E's penultimate features instead of Inception's.
+
+    Not the SoK's FID and not on the board: a stand-in where Inception's weights are unavailable,
+    in the feature space of the papers' KNN distance. Lower is better; the GAN-attack test and
+    benchmarks/bench_gan_vs_class_mean.py compare attacks with the per-class aux mean on it.
+    """
+    from .fid import fid_from_features
+
+    _, rec_f = logits_and_features(evaluator, rec, device)
+    _, tar_f = logits_and_features(evaluator, tar, device)
+    return max(0.0, fid_from_features(rec_f.numpy(), tar_f.numpy()))
+
+
 _LOADED: dict[tuple, Evaluator] = {}
 
 
