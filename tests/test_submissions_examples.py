@@ -40,6 +40,13 @@ def test_committed_entries_are_verified_and_the_image_examples_reproduced():
     # one example per text attack (Complete at its default budget, Vec2Text at quick: its default
     # outlasted 30 minutes on the loaded 2-core machine that made the examples)
     assert text == set(TEXT_ATTACKS)
+    # a text example that recovers targets exactly (Complete) is held until reproduced, so it carries a
+    # record; one that recovers none (Vec2Text) ranks as re-scored
+    for r in (r for r in baselines if is_text_track(r.result.payload.track)):
+        exact = r.result.payload.metrics["exact_match"].value
+        assert r.trust == ("reproduced" if exact > 0 else "re-scored"), (r.entry_id, r.trust, exact)
+        if exact > 0:
+            assert verify_record(read_record(r.path / RECORD_FILE), reproducer_keys()) == "reconbench-ci"
     assert all(r.readme and r.result.payload.attack.paper in r.readme for r in baselines)
     listed = reproducer_keys()  # maintainers/reproducers.toml of this checkout
     pending = [r for r in image if r.entry_id in NOT_YET_REPRODUCED]

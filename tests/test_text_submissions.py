@@ -132,15 +132,23 @@ def test_validate_command_checks_a_text_entry(board):
     assert entry["trust"] == "signed" and all(c["status"] != "fail" for c in entry["checks"])
 
 
-def test_exact_recovery_of_its_own_targets_is_no_copy(board, split):
-    """A public text identical to the reconstruction's own target is that target, not a copy of something else."""
+def test_exact_recovery_of_its_own_targets_is_no_copy_but_holds_the_entry(board, split):
+    """A public text identical to the reconstruction's own target is that target, not a copy of something
+    else (nothing fails); but it is also what a forger who read the public target split submits, so the
+    entry is held until reproduced (tests/test_text_reproduce.py lifts one), as exact image copies are."""
     from reconbench.metrics.report import MetricResult
 
     perfect = {m: MetricResult(value=1.0, status="computed") for m in ("bleu", "rouge_l", "similarity", "exact_match")}
     board.texts(split.target, perfect)
     report = board.only()  # the metrics of a perfect recovery are 1 by definition; the copy rule is under test
-    assert report.trust == "signed", [c.to_dict() for c in report.checks]
-    assert status(report, "copies") == "pass" and status(report, "nearcopies") == "pass"
+    assert report.trust == "held", [c.to_dict() for c in report.checks]
+    assert status(report, "copies") == "warn" and status(report, "nearcopies") == "warn"
+    assert not any(c.status == "fail" for c in report.checks)
+    assert report.held_reason.startswith("500 of 500 reconstructions equal their own target")
+    one = [(i, t) if k == 7 else (i, h) for k, ((i, t), (_, h)) in enumerate(zip(split.target, honest(split)))]
+    board.texts(one, scores(one, split))
+    report = board.only(rescore=True)  # a single exact recovery is enough, as for images
+    assert report.trust == "held" and report.held_reason.startswith("1 of 500"), [c.to_dict() for c in report.checks]
 
 
 def test_inflated_metrics_are_caught_by_re_scoring(board):

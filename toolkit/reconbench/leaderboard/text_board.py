@@ -230,9 +230,15 @@ def add_text_site(reports: list, pages, files: dict, nav: dict) -> pd.DataFrame:
                    failed=int(((frame["track"] == track.id) & (frame["trust"] == "failed")).sum()),
                    chart=chart_html(text_figure(rows, track.id), f"chart-text-{track.id}"))
         nav["leaderboards"].append((track.id, f"leaderboards/{track.id}.md"))
+    from reconbench.leaderboard.reproduction import record_for
+
     for report, row in zip(_in_order(reports, frame), frame.to_dict("records")):
         knowledge = [TEXT_KNOWLEDGE[row["training"]], _access(row), TEXT_KNOWLEDGE[row["data"]]]
+        record = record_for(row)  # a reproduced entry's signed record, published beside its page (as for images)
+        if record is not None:
+            files[record[0]] = record[1]
         pages.page(row["page"], "text_entry.md.j2", row=row, knowledge=knowledge, result=report.result, checks=list(report.checks or []),
+                   reproduction=record[2] if record else None,
                    title=row["page"].split("/")[-2], table=text_table(report, row, files),
                    evidence=getattr(report, "evidence", None) or None, team_name=row["team_name"],
                    team_links=list(getattr(report.team_info, "links", None) or []),

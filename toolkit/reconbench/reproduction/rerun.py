@@ -6,6 +6,8 @@ name (the toolkit's code at the reproducer's commit), or a bring-your-own attack
 `attack/` folder, whose hash must equal the signed `attack.source_sha256` before anything runs.
 Scoring is separate (`score_run`) so that the workflow can score in a job that runs no
 contributor code: it reads only the run's reconstructions (safetensors) and its result.json (JSON).
+A text entry (payload.modality "text") re-runs its registered text attack through evaluate_text and
+is scored on its reconstructions.jsonl with the text metrics, under the same tolerances.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from reconbench.io import sha256_file
 from reconbench.reproduction import tolerances
 from reconbench.reproduction.record import Comparison, ReproductionRecord, RunInfo
 from reconbench.results import (RECONSTRUCTIONS_FILE, RESULT_FILE, ResultError, ResultFile, git_state,
-                                load_reconstructions, parse_result_json, payload_dict)
+                                load_reconstructions, payload_dict)
 from reconbench.signing import SigningError, canonical, verify_payload
 
 
@@ -58,22 +60,23 @@ def load_entry(entry_dir: Path) -> Entry:
     """The entry's signed payload (signature checked against its team's keys) and the attack to run."""
     from reconbench.attacks import ATTACKS
 
+    from reconbench.text.results import TextResultFile, parse_any_result
+
     folder = Path(entry_dir)
     try:
-        result = parse_result_json(folder / RESULT_FILE)
+        result = parse_any_result(folder / RESULT_FILE)
         verify_payload(payload_dict(result), result.signature.model_dump(), trusted_keys=_team_keys(folder.parent))
     except (ResultError, SigningError) as exc:
         raise ReproduceError(f"{folder / RESULT_FILE}: {exc}") from None
     attack = result.payload.attack
+    if isinstance(result, TextResultFile):
+        from reconbench.text.attacks import TEXT_ATTACKS
+
+        _require_registered(folder, result, TEXT_ATTACKS)  # text tracks run registered text attacks only
+        return Entry(folder=folder, team=folder.parent.name, result=result, spec=attack.name,
+                     payload_sha256=payload_sha256(result))
     if attack.source_sha256 is None:
-        if is_file_attack(attack.code) or attack.name not in ATTACKS:
-            raise ReproduceError(f"{folder}: attack '{attack.name}' ({attack.code}) is not registered and the entry signs no "
-                                 "attack source (source_sha256), so there is no code to re-run")
-        if ATTACKS[attack.name].version != attack.version:  # the toolkit's code changed since: not the same attack
-            commit = result.payload.provenance.git_commit
-            raise ReproduceError(f"{folder}: attack '{attack.name}' is version {ATTACKS[attack.name].version} in this toolkit, "
-                                 f"the entry ran version {attack.version}; reproduce it with the toolkit it ran with"
-                                 + (f" (commit {commit})" if commit else ""))
+        _require_registered(folder, result, ATTACKS)
         spec = attack.name
     else:
         source = folder / ATTACK_DIR
@@ -88,6 +91,23 @@ def load_entry(entry_dir: Path) -> Entry:
     return Entry(folder=folder, team=folder.parent.name, result=result, spec=spec, payload_sha256=payload_sha256(result))
 
 
+def _require_registered(folder: Path, result, registry: dict) -> None:
+    """The entry's attack is registered here at the version it ran (else there is no code to re-run)."""
+    attack = result.payload.attack
+    if is_file_attack(attack.code) or attack.name not in registry:
+        raise ReproduceError(f"{folder}: attack '{attack.name}' ({attack.code}) is not registered and the entry signs no "
+                             "attack source (source_sha256), so there is no code to re-run")
+    if registry[attack.name].version != attack.version:  # the toolkit's code changed since: not the same attack
+        commit = result.payload.provenance.git_commit
+        raise ReproduceError(f"{folder}: attack '{attack.name}' is version {registry[attack.name].version} in this toolkit, "
+                             f"the entry ran version {attack.version}; reproduce it with the toolkit it ran with"
+                             + (f" (commit {commit})" if commit else ""))
+
+
+def _is_text(entry: Entry) -> bool:
+    return getattr(entry.result.payload, "modality", "image") == "text"
+
+
 def rerun(entry: Entry, out: Path, *, device: str = "cpu", max_seconds: float | None = None,
           weights_dir: Path | None = None, progress=None) -> Path:
     """Run the entry's attack again into `out` (a result folder signed by a throwaway key)."""
@@ -98,6 +118,8 @@ def rerun(entry: Entry, out: Path, *, device: str = "cpu", max_seconds: float | 
     if max_seconds is not None and p.provenance.wall_seconds > max_seconds:
         raise ReproduceError(f"{entry.folder}: recorded wall time {p.provenance.wall_seconds:.0f} s is over the "
                              f"budget of {max_seconds:.0f} s; not re-run here")
+    if _is_text(entry):
+        return _rerun_text(entry, Path(out), device=device, progress=progress)
     config = dict(p.attack.config)
     surrogate = p.surrogate.method if p.surrogate is not None else None
     if p.surrogate is not None:  # the model stolen again with the recorded configuration (every resolved value)
@@ -113,9 +135,25 @@ def rerun(entry: Entry, out: Path, *, device: str = "cpu", max_seconds: float | 
     return Path(out)
 
 
+def _rerun_text(entry: Entry, out: Path, *, device: str, progress) -> Path:
+    from reconbench.signing import generate_key
+    from reconbench.text.evaluation import evaluate_text
+
+    p = entry.result.payload
+    with tempfile.TemporaryDirectory() as tmp:
+        key = Path(tmp) / "throwaway.pem"
+        generate_key(key)
+        evaluate_text(track_id=p.track, attack=entry.spec, scenario=p.scenario, seed=p.provenance.seed, device=device,
+                      out=out, key_path=key, config=dict(p.attack.config), budget=p.attack.budget or "default",
+                      progress=progress, command=f"recon-submit reproduce {entry.folder}")
+    return out
+
+
 def _run_info(run_dir: Path) -> RunInfo:
+    from reconbench.text.results import parse_any_result
+
     try:
-        prov = parse_result_json(run_dir / RESULT_FILE).payload.provenance
+        prov = parse_any_result(run_dir / RESULT_FILE).payload.provenance
     except ResultError as exc:
         raise ReproduceError(f"run folder: {exc}") from None
     return RunInfo(device=prov.device, hardware=prov.hardware, wall_seconds=prov.wall_seconds, toolkit_commit=prov.git_commit)
@@ -129,6 +167,8 @@ def score_run(entry: Entry, run_dir: Path, *, device: str = "cpu", weights_dir: 
 
     p = entry.result.payload
     run_dir = Path(run_dir)
+    if _is_text(entry):
+        return _score_text_run(entry, run_dir, device=device)
     recon = run_dir / RECONSTRUCTIONS_FILE
     images, labels = load_reconstructions(recon)
     if len(labels) != p.reconstructions.count or tuple(images.shape[1:]) != tuple(p.reconstructions.shape):
@@ -143,7 +183,38 @@ def score_run(entry: Entry, run_dir: Path, *, device: str = "cpu", weights_dir: 
                              f"track '{track.id}' now pins {target.sha256[:12]}…")
     # track: its pinned evaluation classifier scores acc_top1/acc_top5/knn_dist, as evaluate and validate do
     report = score(images, labels, target.images, target.labels, device=device, weights_dir=weights_dir, track=track)
-    comparisons = [_compare(name, claim, report.metrics.get(name)) for name, claim in sorted(p.metrics.items())
+    return _record(entry, run_dir, recon, report.metrics, device)
+
+
+def _score_text_run(entry: Entry, run_dir: Path, *, device: str) -> ReproductionRecord:
+    """The run's reconstructions.jsonl (hash-checked against its own result.json, strict format),
+    scored against the target texts as evaluate_text and validate score them."""
+    from reconbench.text.evaluation import score_against
+    from reconbench.text.files import load_text_splits
+    from reconbench.text.results import TextResultFile, load_text_reconstructions, parse_any_result
+    from reconbench.text.tracks import get_text_track
+
+    p = entry.result.payload
+    try:
+        run = parse_any_result(run_dir / RESULT_FILE)
+        if not isinstance(run, TextResultFile):
+            raise ResultError(f"{run_dir / RESULT_FILE}: an image result, the entry is a text entry")
+        texts = load_text_reconstructions(run_dir, run)
+    except ResultError as exc:
+        raise ReproduceError(f"run folder: {exc}") from None
+    if len(texts.items) != p.reconstructions.count:
+        raise ReproduceError(f"{run_dir}: {len(texts.items)} reconstructions, the entry has {p.reconstructions.count}")
+    target = load_text_splits(get_text_track(p.track), ["target"])["target"]
+    if target.sha256 != p.target.target_set_sha256:
+        raise ReproduceError(f"{entry.folder}: the entry was scored against target set {p.target.target_set_sha256[:12]}…, "
+                             f"track '{p.track}' now pins {target.sha256[:12]}…")
+    metrics = score_against(texts, target, device=device)
+    return _record(entry, run_dir, run_dir / run.payload.reconstructions.file, metrics, device)
+
+
+def _record(entry: Entry, run_dir: Path, recon: Path, metrics: dict, device: str) -> ReproductionRecord:
+    p = entry.result.payload
+    comparisons = [_compare(name, claim, metrics.get(name)) for name, claim in sorted(p.metrics.items())
                    if claim.status == "computed"]
     compared = [c for c in comparisons if c.within is not None]
     verdict = "reproduced" if compared and all(c.within for c in compared) else "not-reproduced"
@@ -152,7 +223,7 @@ def score_run(entry: Entry, run_dir: Path, *, device: str = "cpu", weights_dir: 
         entry_id=p.entry_id, team=entry.team, payload_sha256=entry.payload_sha256,
         attack_source_sha256=p.attack.source_sha256, toolkit_version=__version__, toolkit_commit=commit,
         scored_on=f"{platform.system()} {platform.machine()}, {device}", run=_run_info(run_dir),
-        reconstructions_sha256=sha256_file(recon), metrics=report.metrics, comparisons=comparisons, verdict=verdict,
+        reconstructions_sha256=sha256_file(recon), metrics=metrics, comparisons=comparisons, verdict=verdict,
         created=datetime.now(timezone.utc).replace(microsecond=0),
     )
 

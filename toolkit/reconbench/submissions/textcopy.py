@@ -26,6 +26,8 @@ public corpus the toolkit ships or downloads), as for images (checks/copies.py).
   close to another one. An entry with more than HELD_SHARE of its reconstructions near a public
   text is held (listed with the evidence, not ranked) until reproduced, as for images.
 Empty reconstructions are never copies (they copy nothing).
+A reconstruction equal to its own target is no copy of anything else, but the target split is public:
+checks/text_scores.py holds such an entry until it is reproduced, as checks/copies.py does for images.
 """
 
 from __future__ import annotations

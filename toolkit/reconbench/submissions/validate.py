@@ -8,7 +8,8 @@ checks/text_scores.py; the copy rule is submissions/textcopy.py).
 
 Trust (docs/architecture.md): "failed" if any check fails; "held" if more than a stated share of the
 reconstructions are near-copies of public images, or any is an exact copy of one of the entry's own
-targets (checks/copies.py, checks/nearcopies.py), unless reproduced;
+targets (checks/copies.py, checks/nearcopies.py; for text, equal to its own target after
+normalisation: checks/text_scores.py), unless reproduced;
 "re-scored" if all pass, every claimed metric was recomputed within tolerance and no reconstruction is a copy of a public image; otherwise "signed"
 (re-scoring switched off, or a claimed metric not computable on this machine). "reproduced": all
 checks pass and a reproducer listed by the maintainers signed a record for this payload.

@@ -4,7 +4,10 @@ rescore: reconbench.text.metrics.score_text on (reconstruction, its own target) 
 exactly as evaluate_text ran it; each claimed metric is compared under checks/rescore.py's policy
 and tolerances (strings are scored exactly; the MiniLM similarity within 1e-4).
 copies / nearcopies: the text copy rule (submissions/textcopy.py): a copy of a public text that is
-not the reconstruction's own target fails the entry; more than HELD_SHARE near copies hold it.
+not the reconstruction's own target fails the entry; more than HELD_SHARE near copies hold it. A
+reconstruction equal to its own target (after normalisation) is no copy of anything else, but it is
+also what a forger who read the public target split would submit: as for images (checks/copies.py),
+one such reconstruction holds the entry until a reproducer's record shows the attack produces it.
 """
 
 from __future__ import annotations
@@ -66,8 +69,24 @@ def copies(ctx: Context) -> list[Check]:
         shown = ", ".join(repr(_id(ctx, i)) for i in hits[:SHOW]) + (", ..." if hits.size > SHOW else "")
         raise CheckFailed(f"{hits.size} of {len(flags.copy)} reconstructions are copies of public "
                           f"{ctx.track.dataset} texts outside the target split (not their targets): ids {shown}", lines)
-    return [Check("copies", "pass", f"no reconstruction equals (after normalisation) an aux or test text, among "
-                                    f"{len(names)} public texts (another target's text counts as a near copy)")]
+    exact = _exact_recoveries(ctx)
+    if not exact:
+        return [Check("copies", "pass", f"no reconstruction equals (after normalisation) an aux or test text, among "
+                                        f"{len(names)} public texts (another target's text counts as a near copy)")]
+    ctx.exact_copies = {i: i for i in exact}
+    shown = ", ".join(repr(_id(ctx, i)) for i in exact[:SHOW]) + (", ..." if len(exact) > SHOW else "")
+    lines = [f"reconstruction {_id(ctx, i)!r} = its own target (equal after normalisation)" for i in exact]
+    return [Check("copies", "warn", f"no copy of an aux or test text; {len(exact)} of {len(flags.copy)} reconstructions "
+                                    f"equal their own target after normalisation (ids {shown}): a perfect attack and a "
+                                    "copy of the public target split look alike, so the entry is held until it is "
+                                    "reproduced", lines)]
+
+
+def _exact_recoveries(ctx: Context) -> list[int]:
+    from reconbench.submissions.textcopy import normalise
+
+    return [i for i, (r, t) in enumerate(zip(ctx.texts.texts, ctx.target_texts.texts))
+            if normalise(r) and normalise(r) == normalise(t)]
 
 
 def nearcopies(ctx: Context) -> list[Check]:
@@ -75,16 +94,22 @@ def nearcopies(ctx: Context) -> list[Check]:
     hits = np.flatnonzero(flags.near)
     limit = (f"another target's text, or word 1-2-gram Jaccard >= {flags.threshold:.3g} and above the similarity "
              "to its own target")
+    exact = (f"{len(ctx.exact_copies)} of {len(flags.near)} reconstructions equal their own target (exact "
+             "recoveries and copies of the public target split look alike)") if ctx.exact_copies else None
     if flags.near_share <= HELD_SHARE:
-        return [Check("nearcopies", "pass", f"{hits.size} of {len(flags.near)} reconstructions near a public text "
-                                            f"that is not their target ({limit}); an entry is held above {HELD_SHARE:.0%}")]
+        near = (f"{hits.size} of {len(flags.near)} reconstructions near a public text that is not their target "
+                f"({limit}); an entry is held above {HELD_SHARE:.0%}")
+        if not exact:
+            return [Check("nearcopies", "pass", near)]
+        ctx.held_reason = f"{exact}; not ranked until reproduced"
+        return [Check("nearcopies", "warn", f"held: {ctx.held_reason} ({near})")]
     order = hits[np.argsort(-flags.similarity[hits])]
     rows = [dict(index=int(i), id=_id(ctx, i), public=names[flags.where[i]], similarity=float(flags.similarity[i]),
                  own=float(flags.own[i])) for i in order[:EVIDENCE_ROWS]]
     ctx.evidence = {"flagged": int(hits.size), "total": len(flags.near), "rows": rows, "modality": "text"}
     ctx.held_reason = (f"near-copies of public texts: {hits.size} of {len(flags.near)} reconstructions "
                        f"({flags.near_share:.1%}, more than {HELD_SHARE:.0%}) are nearer another public text than "
-                       f"their own target ({limit}); not ranked until reproduced")
+                       f"their own target ({limit})" + (f"; {exact}" if exact else "") + "; not ranked until reproduced")
     details = [f"reconstruction {r['id']!r} ~ public text {r['public']!r} (similarity {r['similarity']:.3f}, "
                f"to its own target {r['own']:.3f})" for r in rows]
     return [Check("nearcopies", "warn", f"held: {ctx.held_reason}", details)]
