@@ -86,24 +86,18 @@ def test_exact_recoveries_hold_a_text_entry_until_it_is_reproduced(board):
     assert any("reproduction record" in html and RECORD_FILE in html for html in bundle.fragments.values())
 
 
-def test_a_forged_all_target_entry_is_held_and_a_borrowed_record_fails_it(board, tmp_path):
-    """The forger's shortcut: the public target split submitted as reconstructions, re-signed, with
-    the honest entry's reproduction record copied beside it. Held by the exact-recovery rule; the
-    record names another payload, so the entry fails."""
+def _forge(entry, tmp_path, items, team_key):
+    """A copy of `entry`'s team folder holding one entry with `items` as its reconstructions, the
+    metrics re-scored on them (so re-scoring passes) and the payload signed with the team's key."""
     import hashlib
     import shutil
 
-    from reconbench.text.evaluation import score_against
-    from reconbench.text.files import load_text_splits
-    from reconbench.text.items import jsonl_bytes
-    from reconbench.text.tracks import get_text_track
     from reconbench.signing import sign_payload
+    from reconbench.text.evaluation import score_against
+    from reconbench.text.items import jsonl_bytes
 
-    home, entry, reproducer, _ = board
-    if not (entry / RECORD_FILE).exists():  # the test above writes it; alone, this one makes its own
-        write_record(entry / RECORD_FILE, sign_record(reproduce_entry(entry).record, load_private_key(reproducer)))
-    target = load_text_splits(get_text_track("lee-news"), ["target"])["target"]
-    data = jsonl_bytes(target.items)
+    target = _target()
+    data = jsonl_bytes(items)
     forged = tmp_path / "submissions" / "gamma" / (entry.name[:-8] + hashlib.sha256(data).hexdigest()[:8])
     shutil.copytree(entry.parent, forged.parent)
     shutil.move(str(forged.parent / entry.name), str(forged))
@@ -112,13 +106,54 @@ def test_a_forged_all_target_entry_is_held_and_a_borrowed_record_fails_it(board,
     p = doc["payload"]
     p["entry_id"] = forged.name
     p["reconstructions"].update(sha256=hashlib.sha256(data).hexdigest(), bytes=len(data))
-    p["metrics"] = {k: v.model_dump(mode="json") for k, v in score_against(target.items, target).items()}
-    doc["signature"] = sign_payload(p, load_private_key(home / "team.pem"))
+    p["metrics"] = {k: v.model_dump(mode="json") for k, v in score_against(items, target).items()}
+    doc["signature"] = sign_payload(p, load_private_key(team_key))
     (forged / "result.json").write_text(json.dumps(doc, indent=2))
-    (forged / RECORD_FILE).unlink()
+    if (forged / RECORD_FILE).exists():
+        (forged / RECORD_FILE).unlink()
+    return forged
+
+
+def _target():
+    from reconbench.text.files import load_text_splits
+    from reconbench.text.tracks import get_text_track
+
+    return load_text_splits(get_text_track("lee-news"), ["target"])["target"]
+
+
+def test_a_forged_all_target_entry_is_held_and_a_borrowed_record_fails_it(board, tmp_path):
+    """The forger's shortcut: the public target split submitted as reconstructions, re-signed, with
+    the honest entry's reproduction record copied beside it. Held by the exact-recovery rule; the
+    record names another payload, so the entry fails."""
+    import shutil
+
+    home, entry, reproducer, _ = board
+    if not (entry / RECORD_FILE).exists():  # the test above writes it; alone, this one makes its own
+        write_record(entry / RECORD_FILE, sign_record(reproduce_entry(entry).record, load_private_key(reproducer)))
+    forged = _forge(entry, tmp_path, _target().items, home / "team.pem")
     held = _report(forged)
     assert held.trust == "held" and "500 of 500 reconstructions equal their own target" in held.held_reason
     shutil.copy(entry / RECORD_FILE, forged / RECORD_FILE)
     borrowed = _report(forged)
     assert borrowed.trust == "failed" and status(borrowed, "reproduction") == "fail"
     assert "the record is for another entry" in next(c.message for c in borrowed.checks if c.name == "reproduction")
+
+
+def test_an_honest_run_topped_up_with_pasted_targets_is_not_reproduced(board, tmp_path):
+    """Complete's own output with 10 of its misses replaced by their targets (+0.02 exact match,
+    +~0.01 BLEU): a re-run of Complete obtains the honest numbers, outside the text tolerance (0.01),
+    so no reproducer's record can lift it."""
+    from reconbench.text.items import TextItem
+    from reconbench.text.results import load_text_reconstructions
+
+    home, entry, _, payload = board
+    honest = load_text_reconstructions(entry, parse_any_result(entry / "result.json")).items
+    target = _target().items
+    misses = [i for i, (r, t) in enumerate(zip(honest, target)) if r.text != t.text][:10]
+    topped = tuple(TextItem(r.id, target[i].text if i in misses else r.text) for i, r in enumerate(honest))
+    forged = _forge(entry, tmp_path, topped, home / "team.pem")
+    assert _report(forged).trust == "held"
+    rec = reproduce_entry(forged).record
+    by = {c.metric: c for c in rec.comparisons}
+    assert rec.verdict == "not-reproduced" and by["exact_match"].within is False
+    assert abs(by["exact_match"].claimed - by["exact_match"].obtained - 0.02) < 1e-9

@@ -12,6 +12,10 @@ separate attacks on the board (e.g. digits SSIM: 0.23 MI-Face, 0.52 DeepDream, 0
 - MSE (pixels in [0, 1]): 0.005 absolute;
 - coverage alpha: 0.05 absolute (5 percentage points of D_tar);
 - FID and the KNN distance: 5% relative (dataset-level statistics of a few hundred samples);
+- the text metrics (BLEU, ROUGE-L, similarity, exact match; all in [0, 1]): 0.01 absolute. Greedy
+  decoding is deterministic up to arg-max ties, so a re-run elsewhere differs in a few texts at most,
+  while 0.05 would let a forger paste the targets of the 4.6% of prompts Complete misses on lee-news
+  over an honest run and still be "reproduced";
 - any other metric (accuracies, PRDC): 0.05 absolute.
 """
 
@@ -36,7 +40,8 @@ class Tolerance:
 
 
 VALUE = {"ssim": Tolerance(0.02), "lpips": Tolerance(0.02), "psnr": Tolerance(0.5), "mse": Tolerance(0.005),
-         "fid": Tolerance(relative=0.05), "knn_dist": Tolerance(relative=0.05)}
+         "fid": Tolerance(relative=0.05), "knn_dist": Tolerance(relative=0.05),
+         "bleu": Tolerance(0.01), "rouge_l": Tolerance(0.01), "similarity": Tolerance(0.01), "exact_match": Tolerance(0.01)}
 DEFAULT = Tolerance(0.05)
 COVERAGE = Tolerance(0.05)
 
