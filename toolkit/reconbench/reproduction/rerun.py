@@ -118,35 +118,24 @@ def rerun(entry: Entry, out: Path, *, device: str = "cpu", max_seconds: float | 
     if max_seconds is not None and p.provenance.wall_seconds > max_seconds:
         raise ReproduceError(f"{entry.folder}: recorded wall time {p.provenance.wall_seconds:.0f} s is over the "
                              f"budget of {max_seconds:.0f} s; not re-run here")
-    if _is_text(entry):
-        return _rerun_text(entry, Path(out), device=device, progress=progress)
     config = dict(p.attack.config)
-    surrogate = p.surrogate.method if p.surrogate is not None else None
-    if p.surrogate is not None:  # the model stolen again with the recorded configuration (every resolved value)
-        from reconbench.surrogate.route import PREFIX
-
-        config.update({PREFIX + k: v for k, v in p.surrogate.config.items()})
+    common = dict(track_id=p.track, scenario=p.scenario, seed=p.provenance.seed, device=device, out=out,
+                  budget=p.attack.budget or "default", progress=progress, command=f"recon-submit reproduce {entry.folder}")
     with tempfile.TemporaryDirectory() as tmp:
         key = Path(tmp) / "throwaway.pem"  # the run's own signature means nothing; the record is what counts
         generate_key(key)
-        evaluate(track_id=p.track, attack_spec=entry.spec, scenario=p.scenario, seed=p.provenance.seed, device=device,
-                 out=out, key_path=key, config=config, budget=p.attack.budget or "default", surrogate=surrogate,
-                 command=f"recon-submit reproduce {entry.folder}", weights_dir=weights_dir, progress=progress)
+        if _is_text(entry):  # a registered text attack (load_entry checked it), in this process
+            from reconbench.text.evaluation import evaluate_text
+
+            evaluate_text(attack=entry.spec, key_path=key, config=config, **common)
+            return Path(out)
+        surrogate = p.surrogate.method if p.surrogate is not None else None
+        if p.surrogate is not None:  # the model stolen again with the recorded configuration (every resolved value)
+            from reconbench.surrogate.route import PREFIX
+
+            config.update({PREFIX + k: v for k, v in p.surrogate.config.items()})
+        evaluate(attack_spec=entry.spec, key_path=key, config=config, surrogate=surrogate, weights_dir=weights_dir, **common)
     return Path(out)
-
-
-def _rerun_text(entry: Entry, out: Path, *, device: str, progress) -> Path:
-    from reconbench.signing import generate_key
-    from reconbench.text.evaluation import evaluate_text
-
-    p = entry.result.payload
-    with tempfile.TemporaryDirectory() as tmp:
-        key = Path(tmp) / "throwaway.pem"
-        generate_key(key)
-        evaluate_text(track_id=p.track, attack=entry.spec, scenario=p.scenario, seed=p.provenance.seed, device=device,
-                      out=out, key_path=key, config=dict(p.attack.config), budget=p.attack.budget or "default",
-                      progress=progress, command=f"recon-submit reproduce {entry.folder}")
-    return out
 
 
 def _run_info(run_dir: Path) -> RunInfo:
@@ -178,9 +167,7 @@ def score_run(entry: Entry, run_dir: Path, *, device: str = "cpu", weights_dir: 
     dynamic = p.scenario.startswith("dynamic/")
     splits = load_splits(track, ["update" if dynamic else "target"])
     target = splits.update if dynamic else splits.target
-    if target.sha256 != p.target.target_set_sha256:
-        raise ReproduceError(f"{entry.folder}: the entry was scored against target set {p.target.target_set_sha256[:12]}…, "
-                             f"track '{track.id}' now pins {target.sha256[:12]}…")
+    _require_same_target(entry, target.sha256)
     # track: its pinned evaluation classifier scores acc_top1/acc_top5/knn_dist, as evaluate and validate do
     report = score(images, labels, target.images, target.labels, device=device, weights_dir=weights_dir, track=track)
     return _record(entry, run_dir, recon, report.metrics, device)
@@ -205,11 +192,16 @@ def _score_text_run(entry: Entry, run_dir: Path, *, device: str) -> Reproduction
     if len(texts.items) != p.reconstructions.count:
         raise ReproduceError(f"{run_dir}: {len(texts.items)} reconstructions, the entry has {p.reconstructions.count}")
     target = load_text_splits(get_text_track(p.track), ["target"])["target"]
-    if target.sha256 != p.target.target_set_sha256:
-        raise ReproduceError(f"{entry.folder}: the entry was scored against target set {p.target.target_set_sha256[:12]}…, "
-                             f"track '{p.track}' now pins {target.sha256[:12]}…")
+    _require_same_target(entry, target.sha256)
     metrics = score_against(texts, target, device=device)
     return _record(entry, run_dir, run_dir / run.payload.reconstructions.file, metrics, device)
+
+
+def _require_same_target(entry: Entry, pinned: str) -> None:
+    p = entry.result.payload
+    if pinned != p.target.target_set_sha256:
+        raise ReproduceError(f"{entry.folder}: the entry was scored against target set {p.target.target_set_sha256[:12]}…, "
+                             f"track '{p.track}' now pins {pinned[:12]}…")
 
 
 def _record(entry: Entry, run_dir: Path, recon: Path, metrics: dict, device: str) -> ReproductionRecord:
