@@ -111,6 +111,7 @@ class TextFlags:
     where: np.ndarray  # index into the pool of the public text it copies / is nearest to (-1: none)
     similarity: np.ndarray  # sim(r, that public text)
     own: np.ndarray  # sim(r, its own target)
+    exact: np.ndarray  # bool: equal (normal form, non-empty) to its own target: held until reproduced
     threshold: float
 
     @property
@@ -121,7 +122,7 @@ class TextFlags:
 def flag(space: ShingleSpace, threshold: float, recs: list[str], targets: list[str]) -> TextFlags:
     n = len(recs)
     copy, near = np.zeros(n, bool), np.zeros(n, bool)
-    where, best, own = np.full(n, -1), np.zeros(n), np.zeros(n)
+    where, best, own, exact = np.full(n, -1), np.zeros(n), np.zeros(n), np.zeros(n, bool)
     index = space.index
     for lo in range(0, n, 256):
         sim = space.similarity(recs[lo:lo + 256])
@@ -130,6 +131,7 @@ def flag(space: ShingleSpace, threshold: float, recs: list[str], targets: list[s
             r, t = normalise(recs[i]), normalise(targets[i])
             if not r:
                 continue
+            exact[i] = r == t
             own[i] = _jaccard(shingles(recs[i]), shingles(targets[i]))
             others = [j for j in index.get(r, []) if space.normal[j] != t]
             if others and r != t:
@@ -142,7 +144,7 @@ def flag(space: ShingleSpace, threshold: float, recs: list[str], targets: list[s
             j = int(row.argmax())
             where[i], best[i] = j, max(row[j], 0.0)
             near[i] = row[j] >= threshold and row[j] > own[i]
-    return TextFlags(copy, near, where, best, own, threshold)
+    return TextFlags(copy, near, where, best, own, exact, threshold)
 
 
 def _jaccard(a: set[str], b: set[str]) -> float:

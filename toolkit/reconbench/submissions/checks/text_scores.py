@@ -69,7 +69,7 @@ def copies(ctx: Context) -> list[Check]:
         shown = ", ".join(repr(_id(ctx, i)) for i in hits[:SHOW]) + (", ..." if hits.size > SHOW else "")
         raise CheckFailed(f"{hits.size} of {len(flags.copy)} reconstructions are copies of public "
                           f"{ctx.track.dataset} texts outside the target split (not their targets): ids {shown}", lines)
-    exact = _exact_recoveries(ctx)
+    exact = np.flatnonzero(flags.exact).tolist()
     if not exact:
         return [Check("copies", "pass", f"no reconstruction equals (after normalisation) an aux or test text, among "
                                         f"{len(names)} public texts (another target's text counts as a near copy)")]
@@ -81,12 +81,6 @@ def copies(ctx: Context) -> list[Check]:
                                     "copy of the public target split look alike, so the entry is held until it is "
                                     "reproduced", lines)]
 
-
-def _exact_recoveries(ctx: Context) -> list[int]:
-    from reconbench.submissions.textcopy import normalise
-
-    return [i for i, (r, t) in enumerate(zip(ctx.texts.texts, ctx.target_texts.texts))
-            if normalise(r) and normalise(r) == normalise(t)]
 
 
 def nearcopies(ctx: Context) -> list[Check]:
