@@ -157,3 +157,23 @@ def test_an_honest_run_topped_up_with_pasted_targets_is_not_reproduced(board, tm
     by = {c.metric: c for c in rec.comparisons}
     assert rec.verdict == "not-reproduced" and by["exact_match"].within is False
     assert abs(by["exact_match"].claimed - by["exact_match"].obtained - 0.02) < 1e-9
+
+
+@pytest.mark.parametrize("field, value, needle", [
+    ("name", "complete-plus", "is not registered"),  # a name the text registry does not hold
+    ("version", "999", "is version"),  # the registered attack, claimed at a version this toolkit does not run
+    ("code", "evil.py:Complete", "is not registered"),  # a bring-your-own file: text tracks run registered attacks only
+])
+def test_reproduce_refuses_a_text_entry_whose_attack_it_cannot_rerun(board, tmp_path, field, value, needle):
+    """A signed text entry naming an attack other than the registered one it claims: refused before anything runs."""
+    from reconbench.reproduction.rerun import ReproduceError, load_entry
+    from reconbench.signing import sign_payload
+
+    home, entry, _, _ = board
+    forged = _forge(entry, tmp_path, _target().items, home / "team.pem")
+    doc = json.loads((forged / "result.json").read_text())
+    doc["payload"]["attack"][field] = value
+    doc["signature"] = sign_payload(doc["payload"], load_private_key(home / "team.pem"))
+    (forged / "result.json").write_text(json.dumps(doc, indent=2))
+    with pytest.raises(ReproduceError, match=needle):
+        load_entry(forged)
