@@ -4,8 +4,8 @@
     .venv/bin/python benchmarks/bench_gan_vs_class_mean.py --budget default --device cuda
     .venv/bin/python benchmarks/bench_gan_vs_class_mean.py --attacks revealer --weights-dir DIR
 
-One row per baseline (seeded uniform noise, the per-class mean of the attacker's aux images, one
-random aux image per slot) and per attack: FID on Inception (the SoK's and the papers' metric;
+One row per baseline (the board's reference rows, leaderboard/baselines.py: seeded uniform noise,
+the per-class mean of the attacker's aux images, the aux images as they are) and per attack: FID on Inception (the SoK's and the papers' metric;
 "n/c" with the reason below the table when its weights are not found: run `recon-submit weights
 fetch` once online), the same Frechet distance on the eval CNN's features (fd_eval, the stand-in
 tests/test_attacks_gan.py asserts on), Acc@1, KNN distance, SSIM with its coverage, and the wall
@@ -27,8 +27,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "toolkit"))
 
 from reconbench.attacks import ATTACKS, Progress  # noqa: E402
-from reconbench.attacks.base import class_balanced_labels  # noqa: E402
 from reconbench.knowledge import build_knowledge  # noqa: E402
+from reconbench.leaderboard.baselines import KINDS as BASELINE_KINDS, baseline_images  # noqa: E402
 from reconbench.metrics import score  # noqa: E402
 from reconbench.metrics.classifier import eval_feature_fid, track_evaluator  # noqa: E402
 from reconbench.scenario import Scenario  # noqa: E402
@@ -74,17 +74,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     target = load_splits(track, ["target"]).target
     k = build_knowledge(track, Scenario.parse("static/white-box/same"), device=args.device)
-    labels = class_balanced_labels(k.target_size, k.num_classes).numpy()
-    aux = k.aux_data
-    noise = (torch.rand((k.target_size, *k.input_shape), generator=torch.Generator().manual_seed(0)) * 255).to(torch.uint8).numpy()
-    means = np.stack([np.rint(aux.images[aux.labels == c].astype(float).mean(0)) for c in range(k.num_classes)]).astype(np.uint8)
-    pick = np.random.default_rng(0)
-    copies = np.stack([aux.images[pick.choice(np.flatnonzero(aux.labels == c))] for c in labels])
-
     notes: list[str] = []
-    rows = [row("uniform noise", noise, labels, target, track, evaluator, args.device, args.weights_dir, None, notes),
-            row("per-class aux mean", means[labels], labels, target, track, evaluator, args.device, args.weights_dir, None, notes),
-            row("random aux image per slot", copies, labels, target, track, evaluator, args.device, args.weights_dir, None, notes)]
+    rows = []
+    for kind in ("noise", "aux-mean", "aux"):  # the board's reference rows (leaderboard/baselines.py)
+        images, labels = baseline_images(kind, k.target_size, k.input_shape, k.num_classes, k.aux_data)
+        rows.append(row(BASELINE_KINDS[kind], images, labels, target, track, evaluator, args.device, args.weights_dir,
+                        None, notes))
     for name in [a.strip() for a in args.attacks.split(",") if a.strip()]:
         attack = ATTACKS[name](**TEST_BUDGETS[name]) if args.budget == "test" else ATTACKS[name](budget=args.budget)
         t0 = time.perf_counter()
@@ -94,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row(f"{name} ({args.budget}){cached}", rec.to_uint8().numpy(), rec.labels.numpy(), target, track,
                         evaluator, args.device, args.weights_dir, seconds, notes))
 
-    mean = rows[1]
+    mean = rows[1]  # the per-class aux mean
     print(f"digits, static/white-box/same, seed {args.seed}, {args.device}, {torch.get_num_threads()} thread(s)\n")
     print("| | FID (Inception) | x mean | fd_eval | x mean | Acc@1 | KNN | SSIM (cov.) | s |")
     print("|---|---|---|---|---|---|---|---|---|")
