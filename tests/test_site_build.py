@@ -82,6 +82,7 @@ def test_entries_ranked_and_failed(board):
     assert good.name != bad.name
     page = read(out, f"entries/honest/{good.name}/index.html")
     assert "rb-trust-re-scored" in page and "rescore.ssim" in page
+    assert "<th>Sandbox</th>" in page  # provenance.sandbox (issue 23), "none (not recorded)" when absent
     bad_page = read(out, f"entries/mallory/{bad.name}/index.html")
     assert "rb-trust-failed" in bad_page and "signature does not match the payload" in bad_page
     digits = read(out, "leaderboards/digits/index.html")

@@ -28,6 +28,7 @@ SCHEMA_VERSION = 1
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]{0,79}$")]
 ShortText = Annotated[str, StringConstraints(max_length=2000)]
+SANDBOX_PATTERN = r"^(none|bubblewrap [0-9][0-9A-Za-z.+~-]{0,39})$"  # provenance.sandbox
 ConfigValue = int | float | Annotated[str, StringConstraints(max_length=2000)] | bool | None
 # Free text a contributor writes into a signed payload is shown on the site: every field is capped.
 NOTE_MAX = 2000  # a metric's note ("weights unavailable", a caveat): a sentence or two
@@ -132,6 +133,18 @@ class Provenance(Strict):
         default=None, exclude_if=lambda v: v is None,
         description="facts the attack reported about its run, e.g. its cached GAN prior's key and whether it was trained in this run",
     )
+    # The OS sandbox the attack's process ran in (reconbench.isolation.sandbox). Left out of the signed
+    # form when absent: results written before it existed still verify, and read as unknown ("none").
+    sandbox: Annotated[str, StringConstraints(pattern=SANDBOX_PATTERN)] | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description='"bubblewrap <version>" when the attack ran in the bubblewrap sandbox, "none" when it ran '
+                    "unsandboxed (absent in results made before the field existed: read as none)",
+    )
+
+    @property
+    def sandboxed(self) -> bool:
+        """Whether the attack ran in the OS sandbox (absent: made before the field existed, so not known to)."""
+        return (self.sandbox or "none") != "none"
 
     @model_validator(mode="after")
     def _plausible_times(self) -> "Provenance":
