@@ -384,3 +384,70 @@ def test_a_surrogate_block_on_a_users_own_attack_is_refused(board):
     board.resign(forge)
     check = failure(board.only())
     assert check.name == "registry" and "a surrogate entry runs a registered attack" in check.message, check.message
+
+
+# ---------------------------------------------------------------- seed groups of near-copies (issue 23, item 5)
+
+def _new_seed_copy(board, name, seed, edit_images=flip_one_pixel, config=None):
+    """The team's own entry again under a new id and seed, its images edited a little, signed by the team."""
+    twin = board.root / "alpha" / name
+    shutil.copytree(board.entry, twin)
+    images, labels = load_reconstructions(board.recon)
+    save_file({"images": np.ascontiguousarray(edit_images(images)), "labels": labels},
+              str(twin / "reconstructions.safetensors"))
+
+    def edit(p):
+        p.update(entry_id=name)
+        p["reconstructions"]["sha256"] = sha256_file(twin / "reconstructions.safetensors")
+        p["provenance"]["seed"] = seed
+        if config:
+            p["attack"]["config"].update(config)
+
+    board.resign(edit, entry=twin)
+    return twin
+
+
+def test_a_seed_group_of_one_pixel_copies_fails_the_later_seeds(board):
+    """Copies of one run with a pixel changed, claiming new seeds, would form a seed group with a std
+    of 0: the team's own entries of the same configuration are compared too."""
+    committed(board)
+    twins = [_new_seed_copy(board, f"digits-mi-face-seed{s}", s, lambda x, s=s: flip_one_pixel(x, seed=s))
+             for s in (1, 2)]
+    reports = {r.path: r for r in board.validate().entries if r.entry_id}
+    assert reports[board.entry].trust == "signed"  # the first run is untouched
+    for twin in twins:
+        check = failure(reports[twin])
+        assert check.name == "duplicates" and "same configuration" in check.message and "independent run" in check.message
+    from reconbench.leaderboard.frame import entries_frame
+    from reconbench.leaderboard.seeds import collapse
+
+    rows = collapse(entries_frame(reports.values()))
+    assert (rows["n_seeds"] == 1).all()  # no seed group forms from the copies
+
+
+def test_the_same_teams_runs_at_other_settings_may_share_images(board):
+    """A team's runs of one attack at other settings may be this close (MI-Face at 12 and 40
+    iterations share half their images): only the same configuration is compared within a team."""
+    committed(board)
+    other = _new_seed_copy(board, "digits-mi-face-longer", 0, config={"iterations": 6000})
+    assert report_of(board, other).trust == "signed"
+
+
+def test_honest_seeds_of_one_configuration_pass(board, tmp_path):
+    """Two real runs of MI-Face from a seeded uniform start: independent seeds, one group of two."""
+    from reconbench.evaluation import evaluate
+    from reconbench.submissions.submit import submit_result
+
+    entries = []
+    for seed in (0, 1):
+        evaluate(track_id="digits", attack_spec="mi-face", key_path=board.alpha_key, seed=seed,
+                 config={"init": "uniform"}, out=tmp_path / f"run{seed}")
+        entries.append(submit_result(tmp_path / f"run{seed}", "alpha", root=board.root, key_path=board.alpha_key).entry)
+    reports = {r.path: r for r in board.validate().entries if r.entry_id}
+    for entry in entries:
+        assert reports[entry].trust == "signed" and status(reports[entry], "duplicates") == "pass"
+    from reconbench.leaderboard.frame import entries_frame
+    from reconbench.leaderboard.seeds import collapse
+
+    rows = collapse(entries_frame(reports.values()))
+    assert sorted(rows["n_seeds"]) == [1, 2]  # the zeros-start entry alone, the two seeds as one group

@@ -18,6 +18,7 @@ Two entries added by the same commit fall back to (2) between them.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -125,7 +126,7 @@ class Board:
             self._ids[p.entry_id].append(entry)
             self._info[entry] = dict(track=p.track, training=p.scenario.split("/")[0], team=entry.parent.name,
                                      public_key=result.signature.public_key, recon=p.reconstructions,
-                                     finished=_utc(p.provenance.finished))
+                                     finished=_utc(p.provenance.finished), setting=setting_of(p))
             self._entries += 1
 
     # ---------------------------------------------------------------- who was first
@@ -187,6 +188,11 @@ class Board:
         self._build()
         return self._info[entry]["team"]
 
+    def setting(self, entry: Path) -> str:
+        """The entry's configuration (setting_of): entries of one team that share it are seeds of one run."""
+        self._build()
+        return self._info[entry]["setting"]
+
     def space(self, entry: Path):
         """The entry's reconstructions as a nearcopy.Space (None when unreadable or not as signed)."""
         if entry not in self._spaces:
@@ -213,6 +219,13 @@ def _load_space(entry: Path, recon):
     except (OSError, FileFormatError):
         return None
     return Space(images)
+
+
+def setting_of(payload) -> str:
+    """What makes two entries runs of one configuration, differing only in the seed: track, scenario,
+    attack name and version, and the resolved configuration (the seed groups' key, leaderboard/seeds.py)."""
+    a = payload.attack
+    return json.dumps([payload.track, payload.scenario, a.name, a.version, a.config], sort_keys=True, default=str)
 
 
 def _utc(moment: datetime) -> datetime:

@@ -6,7 +6,8 @@ An entry fails only when an entry that reached the board *before* it has
   - near-duplicate reconstructions: more than DUPLICATE_SHARE of this entry's reconstructions are
     within the track's calibrated near-copy thresholds (submissions/nearcopy.py, the same two
     spaces as the public-image check) of an earlier entry's reconstructions, on the same target
-    set, when that entry belongs to another team.
+    set, when that entry belongs to another team, or to the same team with the same configuration
+    (board.setting_of: a second seed of one configuration must be an independent run).
 The message names the original. The earlier entry is never failed by a later one: a newcomer can
 never knock an entry off the board. The board is every other entry under the root whose
 result.json parses and whose signature verifies under its team's keys (an unsigned stray file
@@ -15,6 +16,7 @@ cannot claim a real entry's hash).
 
 from __future__ import annotations
 
+from reconbench.submissions.board import setting_of
 from reconbench.submissions.checks.base import Check, CheckFailed, Context
 from reconbench.submissions.nearcopy import HELD_SHARE, Space, public_space
 
@@ -60,16 +62,22 @@ def check(ctx: Context) -> list[Check]:
         problems.append(f"the same reconstruction file (sha256 {payload.reconstructions.sha256[:16]}...) is already "
                         f"on the board as {_rel(ctx, same_file[0])}, which came first ({board.how_first(same_file[0])})")
     if not same_file and ctx.images is not None:
-        # Another team's entries only: a team's own runs of one attack at other settings can be this close
-        # to each other (MI-Face at 12 and 40 iterations share half their images) and hurt nobody;
-        # byte-identical files are duplicates whoever holds them (above).
+        # Another team's entries, and the team's own entries of the same configuration (seed groups):
+        # a team's runs of one attack at OTHER settings can be this close to each other (MI-Face at 12
+        # and 40 iterations share half their images) and hurt nobody, but seeds of one configuration
+        # must differ as independent runs do, or copies with a few pixels changed become a seed group
+        # with a std of 0 (benchmarks/bench_seed_distance.py measures honest seeds). Byte-identical
+        # files are duplicates whoever holds them (above).
+        mine = setting_of(payload)
         earlier = [e for e in board.earlier(me, board.same_target(payload.track, payload.scenario.split("/")[0]))
-                   if board.team_of(e) != ctx.unit.team]
+                   if board.team_of(e) != ctx.unit.team or board.setting(e) == mine]
         near = _near_duplicate(ctx, earlier)
         if near:
+            own = near[0].split("/")[0] == ctx.unit.team
             problems.append(f"{near[1]:.0%} of the reconstructions are near-duplicates of those of {near[0]}, "
                             f"which came first (more than {DUPLICATE_SHARE:.0%} within the track's near-copy "
-                            "thresholds)")
+                            "thresholds)" + (": it is the same team's run of the same configuration, and another "
+                                             "seed must be an independent run, not a copy" if own else ""))
     if problems:
         raise CheckFailed(problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""), problems)
     notes = ""
