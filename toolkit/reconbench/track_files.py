@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     import torch
     from torch import nn
 
-    from reconbench.data.arrays import TrackSplits
+    from reconbench.data.arrays import ArraySet, TrackSplits
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -38,8 +38,9 @@ def _check(what: str, path_or_name: str, actual: str | None, expected: str | Non
 def load_splits(track: Track, parts: Collection[str] | None = None) -> TrackSplits:
     """The evaluator's view of the data: all splits, hash-checked. Never handed to an attack whole.
 
-    `parts` (of target, update, aux_same, aux_similar, test): a Hub track downloads only these, the
-    others are None (the knowledge view never fetches the target set); embedded tracks return all.
+    `parts` (of target, update, aux_same, aux_similar, test, holdout, update_holdout): a Hub track
+    downloads only these, the others are None (the knowledge view never fetches the target set);
+    embedded tracks return all.
     """
     track.require_runnable()
     if track.source is not None and track.source.kind == "hub":
@@ -60,7 +61,27 @@ def load_splits(track: Track, parts: Collection[str] | None = None) -> TrackSpli
         _check("target set", track.id, splits.target.sha256, track.target_set_sha256)
     if splits.update is not None:
         _check("update set", track.id, splits.update.sha256, track.update_set_sha256)
+    if splits.holdout is not None:
+        _check("holdout", track.id, splits.holdout.sha256, track.holdout_set_sha256)
+    if splits.update_holdout is not None:
+        _check("update holdout", track.id, splits.update_holdout.sha256, track.update_holdout_set_sha256)
     return splits
+
+
+def load_holdout(track: Track, dynamic: bool = False) -> ArraySet:
+    """The holdout matched to D_tar of the setting (the target set, or the update set when `dynamic`),
+    checked against the registry's pin. The evaluator's side only, like the target set: no knowledge
+    view ever asks for it (tests/test_holdout.py checks every attack's view)."""
+    pinned = track.update_holdout_set_sha256 if dynamic else track.holdout_set_sha256
+    what = "update holdout" if dynamic else "holdout"
+    if pinned is None:
+        raise TrackError(f"track '{track.id}' pins no {what} split (registry field "
+                         f"{'update_holdout_set_sha256' if dynamic else 'holdout_set_sha256'}): no membership gap")
+    part = "update_holdout" if dynamic else "holdout"
+    split = getattr(load_splits(track, [part]), part)
+    if split is None:
+        raise TrackError(f"track '{track.id}': its loader gives no {what} split although the registry pins one")
+    return split
 
 
 def model_file(track: Track) -> Path:

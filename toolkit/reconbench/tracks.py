@@ -90,6 +90,12 @@ class Track(BaseModel):
     target_model_sha256: str | None = None
     target_set_sha256: str | None = None
     update_set_sha256: str | None = None
+    holdout_set_sha256: str | None = Field(
+        None, description="content hash of the holdout: non-members with the target set's size and class counts, "
+                          "never trained on by any shipped model, never in an attack's view (the membership gap's "
+                          "reference; reconbench.track_files.load_holdout)")
+    update_holdout_set_sha256: str | None = Field(
+        None, description="content hash of the holdout matched to the update set (dynamic scenarios)")
     scenarios: list[str]
     query_budget: int = Field(
         DEFAULT_QUERY_BUDGET, ge=1,

@@ -62,3 +62,16 @@ class TrackSplits:
     aux_same: ArraySet  # same-distribution auxiliary data, disjoint from both
     test: ArraySet  # held out: accuracy only
     aux_similar: ArraySet | None = None  # similar-distribution auxiliary data, where a track has it
+    # The membership gap's non-members (reconbench.metrics.membership), evaluator's side only: as many
+    # images of each class as `target` (holdout) or `update` (update_holdout) holds, never trained on
+    # by any shipped model and never in an attack's view.
+    holdout: ArraySet | None = None
+    update_holdout: ArraySet | None = None
+
+    def members(self, dynamic: bool) -> ArraySet | None:
+        """D_tar of the setting: the update set (dynamic) or the target set (static)."""
+        return self.update if dynamic else self.target
+
+    def non_members(self, dynamic: bool) -> ArraySet | None:
+        """The holdout matched to D_tar of the setting."""
+        return self.update_holdout if dynamic else self.holdout

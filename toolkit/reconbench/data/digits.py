@@ -8,7 +8,23 @@ Splits come from one seeded permutation of the 1,797 indices, in this order:
   target  500  the target model's training set (D_tar, static setting)
   update  100  the update set of the dynamic setting (D_tar there; SoK Def. 3.2)
   aux     500  same-distribution auxiliary data handed to attackers whose scenario allows it
-  test    697  held out, for accuracy only
+  rest    697  never trained on by a target model, cut in two:
+    holdout  500  the membership gap's non-members (reconbench.metrics.membership): per class, the
+                  first images of that class in permutation order, as many as the target set holds
+                  of it, so target and holdout have the same size and the same class counts (a
+                  nearest same-class match over a larger pool would be closer by chance alone)
+    test     197  the rest of it: accuracy and surrogate agreement only
+
+The update set's holdout (D_tar of the dynamic setting has its own size and class counts) is taken
+from the holdout the same way: per class, its first images, as many as the update set holds.
+
+Who sees what. Target models train on `target` (and the dynamic update on `update`); the evaluation
+classifier (models/evaluator.py) trains on `aux` + `test`; attacks may see `aux` only. The holdout
+is never trained on and never in an attack's view: it stays on the evaluator's side, like the
+target set (reconbench.track_files.load_holdout).
+
+Class 3 has as many images in `rest` as in the target set (53 each), so the holdout takes all of
+them and `test` holds no 3: test accuracy is measured over nine classes.
 """
 
 from __future__ import annotations
@@ -31,26 +47,57 @@ def load_digits_arrays() -> ArraySet:
     return ArraySet(images, bunch.target.astype(np.int64))
 
 
-@lru_cache(maxsize=1)
-def digits_splits() -> TrackSplits:
+def _cut() -> tuple[ArraySet, list[np.ndarray]]:
     full = load_digits_arrays()
     order = np.random.default_rng(SPLIT_SEED).permutation(len(full))
     cuts = np.cumsum([SPLIT_SIZES["target"], SPLIT_SIZES["update"], SPLIT_SIZES["aux_same"]])
-    target, update, aux, test = np.split(order, cuts)
+    return full, np.split(order, cuts)
+
+
+def unseen_by_targets() -> ArraySet:
+    """The 697 images no target model trained on (holdout + test), in index order."""
+    full, (_, _, _, rest) = _cut()
+    return full.subset(np.sort(rest))
+
+
+@lru_cache(maxsize=1)
+def digits_splits() -> TrackSplits:
+    full, (target, update, aux, rest) = _cut()
+    holdout = matched_draw(rest, full.labels, full.labels[target])
+    test = np.setdiff1d(rest, holdout)
+    update_holdout = matched_draw(holdout, full.labels, full.labels[update])
     # Sorted within each split so that a split's hash does not depend on the permutation's order.
     return TrackSplits(
         target=full.subset(np.sort(target)),
         update=full.subset(np.sort(update)),
         aux_same=full.subset(np.sort(aux)),
         test=full.subset(np.sort(test)),
+        holdout=full.subset(np.sort(holdout)),
+        update_holdout=full.subset(np.sort(update_holdout)),
     )
+
+
+def matched_draw(candidates: np.ndarray, labels: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """Indices from `candidates` (kept in their order) with the class counts of the labels `like`:
+    per class c, the first count_c(like) candidates of class c. Raises when a class runs short."""
+    counts = np.bincount(like, minlength=int(labels.max()) + 1)
+    picked = []
+    for c, need in enumerate(counts):
+        of_c = candidates[labels[candidates] == c]
+        if len(of_c) < need:
+            raise ValueError(f"class {c}: {len(of_c)} candidates for a holdout that needs {need}")
+        picked.append(of_c[:need])
+    chosen = np.concatenate(picked)
+    return candidates[np.isin(candidates, chosen)]  # back in the candidates' order
 
 
 # The `digits-binary-mlp` track (Bias-Rec's setting, Haim et al. NeurIPS'22: a binary task and a
 # training set small against the input dimension; their MNIST run has 500 points in 784-d, ours
 # 20 in 64-d). Classes 0 and 1 keep their digit labels; the target set is the first
-# BINARY_PER_CLASS images of each class in the digits target split (index order), aux and test
-# are the digits aux and test splits restricted to the two classes. No update set.
+# BINARY_PER_CLASS images of each class in the digits target split (index order), its holdout the
+# same count of each class from the digits holdout (index order); aux is the digits aux split
+# restricted to the two classes, test the two classes' images of the digits test and holdout splits
+# that are not in this holdout (the rest the target model never saw). No update set.
 BINARY_CLASSES = (0, 1)
 BINARY_PER_CLASS = 10
 
@@ -63,9 +110,15 @@ def binary_digits_splits() -> TrackSplits:
         keep = [np.flatnonzero(data.labels == c)[:per_class] for c in BINARY_CLASSES]
         return data.subset(np.sort(np.concatenate(keep)))
 
+    holdout = two_classes(base.holdout, BINARY_PER_CLASS)
+    unseen = ArraySet(np.concatenate([base.test.images, base.holdout.images]),
+                      np.concatenate([base.test.labels, base.holdout.labels]))
+    in_holdout = {img.tobytes() for img in holdout.images}
+    rest = unseen.subset(np.flatnonzero([img.tobytes() not in in_holdout for img in unseen.images]))
     return TrackSplits(
         target=two_classes(base.target, BINARY_PER_CLASS),
         update=None,
         aux_same=two_classes(base.aux_same),
-        test=two_classes(base.test),
+        test=two_classes(rest),
+        holdout=holdout,
     )

@@ -27,6 +27,12 @@ Sizes (SPLIT_SIZES): target 500 is the SoK's smallest scale halved (its grid sta
 fine-tuning texts) so a tiny GPT-2 memorises it in minutes on two CPU cores; aux 1,000 is the
 attacker's public same-distribution text (Vec2Text's inversion model trains on it, so it gets the
 most); test 500 matches target so the target-vs-test comparison of an attack has equal footing.
+
+The test split is also the track's holdout (registry `holdout_split`; the membership gap of
+reconbench.metrics.membership): as many texts as target, dealt the same way, and seen by no shipped
+model: the generator and the embedder trained on target only, the tokenizer learnt from aux and the
+undealt documents (lee_tokenizer_texts), Vec2Text's inversion model trains on aux in the attack's
+run. No attack's view holds it (text/knowledge.py loads target and aux only).
 """
 
 from __future__ import annotations

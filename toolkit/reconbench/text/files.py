@@ -78,6 +78,17 @@ def load_text_splits(track: TextTrack, parts: Collection[str] = SPLITS) -> dict[
     return {p: check_split(track, p, loaded[p]) for p in parts}
 
 
+def load_text_holdout(track: TextTrack) -> TextSet:
+    """The track's holdout (the split its registry row names as `holdout_split`), hash-checked. The
+    evaluator's side only, like the target split: no attack's view holds it."""
+    if not track.holdout_split:
+        raise TrackError(f"text track '{track.id}' names no holdout split (registry field holdout_split): "
+                         "no membership gap")
+    if track.holdout_split in ("target", "aux"):
+        raise TrackError(f"text track '{track.id}': the {track.holdout_split} split cannot be the holdout")
+    return load_text_splits(track, [track.holdout_split])[track.holdout_split]
+
+
 def main_weight_file(track: TextTrack, role: Role) -> str:
     """The role's main weight file: its only *.safetensors file, or model.safetensors among several."""
     files = track.model(role).files

@@ -68,6 +68,11 @@ class TextTrack(_Strict):
     train_size: int  # |D_tar|: the target split the models were fine-tuned on
     split_sizes: dict[str, int] = Field(default_factory=dict, description="target, aux, test -> number of texts")
     splits_sha256: dict[str, str] = Field(default_factory=dict, description="split -> TextSet.sha256")
+    holdout_split: str | None = Field(
+        None, description="the split that serves as the membership gap's holdout (reconbench.metrics.membership): "
+                          "as many texts as the target split, drawn the same way, never trained on by any shipped "
+                          "model (tokenizer included) and never in an attack's view; its sha256 is pinned in "
+                          "splits_sha256 (reconbench.text.files.load_text_holdout)")
     generator: TextModel | None = None
     embedder: TextModel | None = None
     scenarios: list[str]
@@ -77,6 +82,10 @@ class TextTrack(_Strict):
     @property
     def target_set_sha256(self) -> str | None:
         return self.splits_sha256.get("target")
+
+    @property
+    def holdout_set_sha256(self) -> str | None:
+        return self.splits_sha256.get(self.holdout_split) if self.holdout_split else None
 
     def model(self, role: Role) -> TextModel:
         model = self.generator if role == "generator" else self.embedder

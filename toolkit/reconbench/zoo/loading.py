@@ -8,7 +8,8 @@ scoring asks for the target (or update) set; the target set is never fetched for
 File names inside the repos (written by `recon-submit hub publish`):
     model repo  <org>/<track id>:            model.safetensors, config.json, README.md
     data repo   <org>/reconbench-<dataset>:  target-n<size>.safetensors, update.safetensors,
-                aux_same.safetensors, aux_similar.safetensors, test.safetensors, manifest.json, README.md
+                aux_same.safetensors, aux_similar.safetensors, test.safetensors, holdout-n<size>.safetensors,
+                update_holdout.safetensors, manifest.json, README.md
 """
 
 from __future__ import annotations
@@ -24,13 +25,13 @@ from reconbench.io import load_arrays
 from reconbench.tracks import HubSource, Track, TrackError
 
 MODEL_FILE = "model.safetensors"
-PARTS = ("target", "update", "aux_same", "aux_similar", "test")
+PARTS = ("target", "update", "aux_same", "aux_similar", "test", "holdout", "update_holdout")
 
 
 def part_file(track: Track, part: str) -> str:
     """The data repo's file name of a split of this track."""
-    if part == "target":
-        return f"target-n{track.train_size}.safetensors"
+    if part in ("target", "holdout"):  # one data repo serves every target size: both carry the size
+        return f"{part}-n{track.train_size}.safetensors"
     if part not in PARTS:
         raise TrackError(f"track '{track.id}': unknown split '{part}' (known: {', '.join(PARTS)})")
     return f"{part}.safetensors"
@@ -66,13 +67,15 @@ def download_split(track: Track, part: str) -> ArraySet:
 def load_hub_splits(track: Track, parts: Collection[str] | None = None) -> TrackSplits:
     """The splits named in `parts` (all when None), downloaded and hash-checked; the others are None.
 
-    aux_similar is None as well where the track has none (its file is not pinned)."""
+    aux_similar, holdout and update_holdout are None as well where the track has none (no pinned file)."""
     wanted = set(PARTS if parts is None else parts)
     unknown = wanted - set(PARTS)
     if unknown:
         raise TrackError(f"track '{track.id}': unknown split(s) {', '.join(sorted(unknown))}")
-    if "aux_similar" in wanted and part_file(track, "aux_similar") not in _source(track).files:
-        wanted.discard("aux_similar")
+    for optional in ("aux_similar", "holdout", "update_holdout"):  # tracks published before the holdout have none
+        if optional in wanted and part_file(track, optional) not in _source(track).files:
+            wanted.discard(optional)
     got = {part: download_split(track, part) for part in PARTS if part in wanted}
     return TrackSplits(target=got.get("target"), update=got.get("update"), aux_same=got.get("aux_same"),
-                       test=got.get("test"), aux_similar=got.get("aux_similar"))
+                       test=got.get("test"), aux_similar=got.get("aux_similar"), holdout=got.get("holdout"),
+                       update_holdout=got.get("update_holdout"))

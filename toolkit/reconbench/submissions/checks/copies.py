@@ -1,7 +1,8 @@
 """Check 7, copies: exact copies of images of the track's public data pool.
 
-The pool is every split of the track (target, update, auxiliary, test): for digits, all 1,797
-scikit-learn digits. A perfect score is otherwise free: the target set of a public dataset can be
+The pool is every split of the track (target, update, auxiliary, test, holdout): for digits, all
+1,797 scikit-learn digits. The holdout is public data too (it stays off the attack's view only so
+that it can serve as the membership gap's reference): an entry returning holdout images copies. A perfect score is otherwise free: the target set of a public dataset can be
 submitted as its own "reconstruction". Threshold: per-pixel MSE <= 1e-4 on [0, 1] pixels, i.e. an
 RMS difference of at most 0.01 ~ 2.55/255, about one grey level of uint8 rounding noise per pixel.
 
@@ -38,7 +39,8 @@ _POOLS: dict[tuple[str, str | None], torch.Tensor] = {}
 def public_pool(track: Track) -> np.ndarray:
     """Every image of the track's dataset that the toolkit ships or downloads (uint8 N x C x H x W)."""
     splits = load_splits(track)
-    parts = [splits.target, splits.update, splits.aux_same, splits.test, splits.aux_similar]
+    # update_holdout is drawn from holdout (data/arrays.py), so holdout covers both
+    parts = [splits.target, splits.update, splits.aux_same, splits.test, splits.holdout, splits.aux_similar]
     return np.concatenate([p.images for p in parts if p is not None])
 
 
