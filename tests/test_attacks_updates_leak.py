@@ -84,3 +84,18 @@ def test_cbm_gan_discriminator_is_trained_and_changes_samples():
     assert runs[True][0]["disc_hidden"] == 128 and runs[False][0]["disc_hidden"] is None
     assert (runs[True][1] - runs[False][1]).abs().max() > 1e-3
     assert ATTACKS["updates-leak"](budget="paper").config["disc_hidden"] == 1024
+
+
+def test_paper_preset_samples_in_train_mode_as_msr_evaluation_does():
+    """MSR_evaluation.py never calls eval() (l.147-179): BatchNorm over all generated samples and the
+    encoder's dropout per sample. The paper preset matches it; the default samples in eval mode.
+    Tiny budget: the mode is wired in (samples differ, both runs repeat bit for bit)."""
+    assert ATTACKS["updates-leak"](budget="paper").config["sample_in_train_mode"] is True
+    assert ATTACKS["updates-leak"]().config["sample_in_train_mode"] is False
+    runs = {}
+    for train_mode in (True, False, True):
+        k = build_knowledge(get_track("digits"), SCENARIO)
+        attack = ATTACKS["updates-leak"](shadow_updates=8, epochs=1, generated=300, sample_in_train_mode=train_mode)
+        runs.setdefault(train_mode, []).append(attack.run(k, seed=0, progress=Progress()).images)
+    assert torch.equal(runs[True][0], runs[True][1])
+    assert (runs[True][0] - runs[False][0]).abs().max() > 1e-3

@@ -60,6 +60,21 @@ def test_surrogate_methods_declare_valid_presets():
         assert set(cls.presets) == {"quick", "paper"}
 
 
+def test_dfme_paper_preset_takes_the_svhn_scripts_lr_steps():
+    """run_svhn_dfme.sh l.3 passes --steps 0.5 0.8 (train.py's default, CIFAR's run, is 0.1 0.3 0.5)."""
+    from reconbench.attacks.options import resolve_options
+    from reconbench.surrogate.dfme import DFME, milestones
+
+    paper, default = resolve_options(DFME, "paper"), resolve_options(DFME, "default")
+    assert (paper["lr_steps"], paper["lr_G"], paper["query_budget"]) == ("0.5 0.8", 5e-5, 2_000_000)
+    assert default["lr_steps"] == "0.1 0.3 0.5"
+    cost = 256 * (1 * 2 + 5)  # train.py cost_per_iteration at batch 256, m 1
+    assert milestones(2_000_000 // cost, paper["lr_steps"]) == [558, 892]
+    assert milestones(100, default["lr_steps"]) == [10, 30, 50]
+    with pytest.raises(ValueError, match="lr_steps '0.5 1.5' must be fractions"):
+        milestones(100, "0.5 1.5")
+
+
 def test_victim_logits_recover_centred_logits_from_probabilities():
     logits = torch.tensor([[2.0, -1.0, 0.5], [10.0, 0.0, -30.0]])
     centred = logits - logits.mean(1, keepdim=True)

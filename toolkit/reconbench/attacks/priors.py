@@ -15,7 +15,9 @@ from torch import nn
 def total_variation(x: torch.Tensor, p: int = 2) -> torch.Tensor:
     """R_tv: mean |x_{i+1,j} - x_{i,j}|^p + |x_{i,j+1} - x_{i,j}|^p per image, summed over the batch.
 
-    p=2 is DeepInversion's `loss_var_l2`; p=1 its `loss_var_l1`.
+    The toolkit's own TV (MI-Face and DeepInversion use it). It is *not* NVlabs' `loss_var_l2`
+    (that is `nvlabs_tv_l2` below: a norm over the whole batch of four difference maps, not
+    squared, not averaged), although DeepInversion here weights it with NVlabs' --di_var_scale.
     """
     dh = (x[..., 1:, :] - x[..., :-1, :]).abs().pow(p)
     dw = (x[..., :, 1:] - x[..., :, :-1]).abs().pow(p)
@@ -23,7 +25,8 @@ def total_variation(x: torch.Tensor, p: int = 2) -> torch.Tensor:
 
 
 def l2_prior(x: torch.Tensor) -> torch.Tensor:
-    """R_l2: the squared l2 norm of each image, summed over the batch."""
+    """R_l2: the squared l2 norm of each image, summed over the batch (the toolkit's; NVlabs'
+    `loss_l2` is `nvlabs_l2` below)."""
     return x.flatten(1).pow(2).sum(1).sum()
 
 

@@ -10,7 +10,7 @@ gives the highest target logit for the slot's label is kept.
 Defaults follow AI-secure/GMI-Attack@dac39bc (read to understand, not copied): GAN training from
 Celeba/celeba.json and train_gan.py, the attack from Celeba/attack.py `inversion` (l.11-86).
 Deliberate differences, all stated: the loss is summed over latents and divided by the official
-batch of 100 identities (attack.py l.119 attacks arange(100)), so each latent takes the official
+batch of 100 identities (attack.py l.125-127 attacks arange(100)), so each latent takes the official
 step however many are batched; the restart choice reads the logit of the slot's own label with a
 -inf start (the official code reads score[i, i] and starts at 0: correct only for labels 0..99
 with a positive logit); class slots follow the SoK's size rule (|D_tar| images, classes balanced).
@@ -29,7 +29,7 @@ from reconbench.attacks.gan.common import aux_images, chunks, slot_generator
 from reconbench.attacks.gan.training import train_wgan_gp
 from reconbench.knowledge import Knowledge
 
-OFFICIAL_BATCH = 100  # identities per optimisation batch in Celeba/attack.py (l.119 + l.21 shapes)
+OFFICIAL_BATCH = 100  # identities per optimisation batch in Celeba/attack.py (l.125-127: iden = 0..99)
 
 
 class Revealer(Attack):

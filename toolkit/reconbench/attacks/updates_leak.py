@@ -25,7 +25,11 @@ Defaults from the authors' code (github.com/AhmedSalem2/Updates-Leak): probing s
 (--numOfPoints), latent code 50 (--attackZ), noise 50 (--nz), encoder 256-128-50 with tanh,
 generator three hidden layers of 2048 with BatchNorm, Adam lr 2e-4 betas (0.5, 0.999), 10,000
 shadow updates (dataGeneration.py), the generator evaluated after 20 epochs, 20,000 generated
-samples, K-means random_state 170 (MSR_evaluation.py). Budget on the 8x8 tracks (2-core CPU):
+samples, K-means random_state 170 (MSR_evaluation.py). Sampling mode: MSR_evaluation.py never
+calls eval() (l.147-179), so their 20,000 samples come from a generator in train mode (BatchNorm
+over the 20,000, the encoder's dropout 0.5 active per sample); the `paper` preset does the same
+(sample_in_train_mode), the default samples in eval mode (running statistics, one code for all
+samples), as every earlier entry of this attack did. Budget on the 8x8 tracks (2-core CPU):
 1,000 shadow updates, generator width 256 (their 2048 is for 784 pixels; we have 64), 4 epochs
 of 4 updates per step (1,000 steps), one K-means run (today's sklearn default; theirs had 10). Aux split (seeded): probing set, then the rest halved into the shadow
 model's training set and the pool the shadow update sets are drawn from.
@@ -172,12 +176,14 @@ class UpdatesLeak(Attack):
         kmeans_restarts: PositiveInt | Auto = Field("auto", description="10, sklearn's n_init default in their day; auto = 1 on the 8x8 tracks")
         discriminator: bool = Field(True, description="train the CBM-GAN's discriminator (MSR_attack.py); false = best-match loss only")
         disc_hidden: PositiveInt | Auto = Field("auto", description="discriminator's first width: 1024 in network.py; auto = 128 on the 8x8 tracks")
+        sample_in_train_mode: bool = Field(False, description="MSR_evaluation.py never calls eval() (l.147-179): BatchNorm on "
+                                           "the batch of all samples, the encoder's dropout per sample; false = eval mode")
 
     presets = {
         "quick": {"shadow_updates": 200, "epochs": 2, "generated": 2000},
         # the authors' code: dataGeneration.py, network.py, MSR_attack.py, MSR_evaluation.py
         "paper": {"shadow_updates": 10000, "hidden": 2048, "epochs": 20, "updates_per_step": 1, "generated": 20000,
-                  "kmeans_restarts": 10, "discriminator": True, "disc_hidden": 1024},
+                  "kmeans_restarts": 10, "discriminator": True, "disc_hidden": 1024, "sample_in_train_mode": True},
     }
 
     def run(self, knowledge: Knowledge, *, seed: int, progress: Progress) -> Reconstruction:
@@ -256,15 +262,22 @@ class UpdatesLeak(Attack):
                     loss.backward()
                     opt.step()
                     advance(1)
-        encoder.eval(), generator.eval()
-
         # The target's update: 2 x probe_size queries, then decode, cluster, label.
         delta = (query_before(probe) - query_after(probe)).flatten()[None].to(device)
+        m = int(cfg["generated"])
+        z = torch.randn(m, int(cfg["noise"]), generator=gen).to(device)
         with torch.no_grad():
-            code = encoder(delta / scale)
-            m = int(cfg["generated"])
-            z = torch.randn(m, int(cfg["noise"]), generator=gen).to(device)
-            samples = torch.cat([generator(z[i : i + 4096], code.expand(len(z[i : i + 4096]), -1)) for i in range(0, m, 4096)])
+            if cfg["sample_in_train_mode"]:
+                # As MSR_evaluation.py: the modules stay in train mode, so the delta is repeated per
+                # sample (l.172), dropout draws per row, and BatchNorm normalises over all m samples
+                # at once (one batch, l.179); dropout draws from torch's seeded global stream.
+                encoder.train(), generator.train()
+                samples = generator(z, encoder(delta.expand(m, -1) / scale))
+            else:
+                encoder.eval(), generator.eval()
+                code = encoder(delta / scale)
+                samples = torch.cat([generator(z[i : i + 4096], code.expand(len(z[i : i + 4096]), -1)) for i in range(0, m, 4096)])
+        encoder.eval(), generator.eval()
         restarts = track_budget(cfg, "kmeans_restarts", shape, paper=10, small=1)
         images = self._cluster_representatives(samples.cpu(), n, int(cfg["kmeans_seed"]), restarts)
         labels = query_after(images).argmax(1).cpu()

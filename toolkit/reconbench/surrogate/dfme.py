@@ -14,7 +14,8 @@ costing batch x (m + 1) queries, and d_iter S steps of batch queries each.
 Defaults follow the authors' code (github.com/cake-lab/datafree-model-extraction, dfme/train.py
 and approximate_gradients.py): batch 256, g_iter 1, d_iter 5, m = grad_m 1, eps 1e-3, S by SGD lr
 0.1 momentum 0.9 weight decay 5e-4, G by Adam lr 1e-4 (run_cifar_dfme.sh; 5e-5 in
-run_svhn_dfme.sh), nz 256, learning rates x0.3 at 10%, 30%, 50% of training, l1 loss, G is their
+run_svhn_dfme.sh), nz 256, learning rates x0.3 at 10%, 30%, 50% of training (train.py --steps
+default; run_svhn_dfme.sh l.3 passes --steps 0.5 0.8, which the `paper` preset follows), l1 loss, G is their
 GeneratorA (linear to (2 ngf, s/4, s/4), two nearest upsamplings with 3x3 conv + BatchNorm +
 LeakyReLU 0.2, a final BatchNorm without affine) with ngf 64 (on the 8x8 tracks ngf 16: the
 generator, not the queries, dominated the CPU time at 64). Their tanh maps to a normalised
@@ -37,8 +38,25 @@ from reconbench.attacks.base import AttackOptions, Auto, PositiveInt, Progress
 from reconbench.attacks.priors import track_budget
 from reconbench.knowledge import QueryFunction
 
-LR_STEPS = (0.1, 0.3, 0.5)  # train.py --steps default (fractions of training)
+LR_STEPS = "0.1 0.3 0.5"  # train.py --steps default (fractions of training); run_svhn_dfme.sh: 0.5 0.8
 LR_SCALE = 0.3  # train.py --scale
+
+
+def lr_steps(text: str) -> tuple[float, ...]:
+    """'0.5 0.8' -> (0.5, 0.8): the fractions of training at which both learning rates drop."""
+    try:
+        steps = tuple(float(v) for v in text.split())
+    except ValueError:
+        steps = ()
+    if not steps or not all(0 < v < 1 for v in steps):
+        raise ValueError(f"dfme: lr_steps '{text}' must be fractions in (0, 1) separated by spaces, e.g. '0.5 0.8'")
+    return steps
+
+
+def milestones(iterations: int, text: str) -> list[int]:
+    """Iterations at which the learning rates drop (train.py l.389: int(step * number_epochs), here
+    in iterations: with few epochs the official per-epoch schedule would fire before training)."""
+    return sorted({max(1, int(f * iterations)) for f in lr_steps(text)})
 
 
 class Generator(nn.Module):
@@ -104,6 +122,8 @@ class DFMEOptions(AttackOptions):
     weight_decay: float = Field(5e-4, ge=0, description="student weight decay (--weight_decay)")
     nz: int = Field(256, ge=1, description="generator noise size (--nz)")
     ngf: PositiveInt | Auto = Field("auto", description="generator width: GeneratorA's 64 (32x32 images); auto = 16 on the 8x8 tracks")
+    lr_steps: str = Field(LR_STEPS, pattern=r"^\s*[0-9.]+(\s+[0-9.]+)*\s*$",
+                          description="fractions of training where both lrs drop x0.3 (--steps: 0.1 0.3 0.5; SVHN script: 0.5 0.8)")
 
 
 class DFME:
@@ -111,7 +131,7 @@ class DFME:
     paper = "Truong et al., Data-Free Model Extraction, CVPR 2021"
     Options = DFMEOptions
     presets = {"quick": {"query_budget": 50_000, "batch_size": 128},
-               "paper": {"query_budget": 2_000_000, "batch_size": 256, "lr_G": 5e-5}}  # run_svhn_dfme.sh
+               "paper": {"query_budget": 2_000_000, "batch_size": 256, "lr_G": 5e-5, "lr_steps": "0.5 0.8"}}  # run_svhn_dfme.sh l.3
 
     @staticmethod
     def steal(query: QueryFunction, student: nn.Module, cfg: dict, *, input_shape: tuple[int, int, int], seed: int,
@@ -131,8 +151,8 @@ class DFME:
         student = student.to(device).train()
         opt_s = torch.optim.SGD(student.parameters(), lr=float(cfg["lr_S"]), momentum=0.9, weight_decay=float(cfg["weight_decay"]))
         opt_g = torch.optim.Adam(g.parameters(), lr=float(cfg["lr_G"]))
-        milestones = sorted({max(1, int(f * iterations)) for f in LR_STEPS})
-        sched = [torch.optim.lr_scheduler.MultiStepLR(o, milestones, LR_SCALE) for o in (opt_s, opt_g)]
+        drops = milestones(iterations, str(cfg["lr_steps"]))
+        sched = [torch.optim.lr_scheduler.MultiStepLR(o, drops, LR_SCALE) for o in (opt_s, opt_g)]
         nz = int(cfg["nz"])
         with progress.task("dfme: stealing the surrogate", iterations) as advance:
             for _ in range(iterations):
