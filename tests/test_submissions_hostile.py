@@ -451,3 +451,27 @@ def test_honest_seeds_of_one_configuration_pass(board, tmp_path):
 
     rows = collapse(entries_frame(reports.values()))
     assert sorted(rows["n_seeds"]) == [1, 2]  # the zeros-start entry alone, the two seeds as one group
+
+
+def test_seed_copies_are_told_from_runs_that_look_alike():
+    """Honest seeds of some attacks are within the public near-copy thresholds of each other (Inv-Alignment's
+    class-mean-like images on digits: 65%, benchmarks/bench_seed_distance.py); a copy has a near-identical
+    twin whatever its order. Stand-in here: two independent noisy draws around the same class images."""
+    from reconbench.submissions.nearcopy import Space, public_space
+    from reconbench.submissions.seedcopy import seed_copy_share
+    from reconbench.tracks import get_track
+
+    base = 40 + digits_splits().target.images[:200].astype(int) * 175 // 255  # away from 0 and 255: no clipping
+    rng = np.random.default_rng(0)
+
+    def draw():  # an "independent run": every pixel off by up to 20 grey levels, each run its own way
+        return (base + rng.integers(-20, 21, base.shape)).astype(np.uint8)
+
+    a, b = draw(), draw()
+    _, thresholds = public_space(get_track("digits"))
+    assert Space(a).flag(b, thresholds).share > 0.5  # the public thresholds call them copies
+    assert seed_copy_share(a, b) == 0.0  # the seed-copy rule does not
+    for forged in (flip_one_pixel(a), flip_one_pixel(flip_one_pixel(flip_one_pixel(a, 1), 2), 3),
+                   np.clip(a.astype(int) + rng.integers(-3, 4, a.shape), 0, 255).astype(np.uint8),
+                   flip_one_pixel(a)[rng.permutation(len(a))]):
+        assert seed_copy_share(a, forged) == 1.0

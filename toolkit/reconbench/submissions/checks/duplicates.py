@@ -6,8 +6,9 @@ An entry fails only when an entry that reached the board *before* it has
   - near-duplicate reconstructions: more than DUPLICATE_SHARE of this entry's reconstructions are
     within the track's calibrated near-copy thresholds (submissions/nearcopy.py, the same two
     spaces as the public-image check) of an earlier entry's reconstructions, on the same target
-    set, when that entry belongs to another team, or to the same team with the same configuration
-    (board.setting_of: a second seed of one configuration must be an independent run).
+    set, when that entry belongs to another team; or, for the same team's earlier entry of the same
+    configuration (board.setting_of), more than DUPLICATE_SHARE are seed copies of its reconstructions
+    (submissions/seedcopy.py: a second seed of one configuration must be an independent run).
 The message names the original. The earlier entry is never failed by a later one: a newcomer can
 never knock an entry off the board. The board is every other entry under the root whose
 result.json parses and whose signature verifies under its team's keys (an unsigned stray file
@@ -30,19 +31,21 @@ def _rel(ctx: Context, path) -> str:
     return f"{path.parent.name}/{path.name}"
 
 
-def _near_duplicate(ctx: Context, candidates: list) -> tuple[str, float] | None:
+def _near_duplicate(ctx: Context, candidates: list, own: bool = False) -> tuple[str, float] | None:
+    """The first candidate that more than DUPLICATE_SHARE of this entry's reconstructions copy: by the
+    track's near-copy thresholds (another team's entry), or as seed copies (own: the team's own run of
+    the same configuration, submissions/seedcopy.py)."""
+    from reconbench.submissions.seedcopy import seed_copy_share
+
     try:
         _, thresholds = public_space(ctx.track)
     except Exception:  # noqa: BLE001 - no thresholds, no near-duplicate test (exact ones still apply)
         return None
-    mine = None
     for other in candidates:
         space = ctx.board.space(other)
         if space is None:
             continue
-        if mine is None:
-            mine = ctx.images
-        share = Space.flag(space, mine, thresholds).share
+        share = seed_copy_share(space.images, ctx.images) if own else Space.flag(space, ctx.images, thresholds).share
         if share > DUPLICATE_SHARE:
             return _rel(ctx, other), share
     return None
@@ -62,22 +65,26 @@ def check(ctx: Context) -> list[Check]:
         problems.append(f"the same reconstruction file (sha256 {payload.reconstructions.sha256[:16]}...) is already "
                         f"on the board as {_rel(ctx, same_file[0])}, which came first ({board.how_first(same_file[0])})")
     if not same_file and ctx.images is not None:
-        # Another team's entries, and the team's own entries of the same configuration (seed groups):
-        # a team's runs of one attack at OTHER settings can be this close to each other (MI-Face at 12
-        # and 40 iterations share half their images) and hurt nobody, but seeds of one configuration
-        # must differ as independent runs do, or copies with a few pixels changed become a seed group
-        # with a std of 0 (benchmarks/bench_seed_distance.py measures honest seeds). Byte-identical
-        # files are duplicates whoever holds them (above).
+        # Another team's entries, by the track's near-copy thresholds. The team's own entries of the same
+        # configuration (seed groups) too, as seed copies: seeds of one configuration must differ as
+        # independent runs do, or copies with a few pixels changed become a seed group with a std of 0
+        # (honest seeds can be within the public thresholds of each other: submissions/seedcopy.py).
+        # A team's runs at OTHER settings can be this close to each other (MI-Face at 12 and 40
+        # iterations share half their images) and hurt nobody. Byte-identical files are duplicates
+        # whoever holds them (above).
+        earlier = board.earlier(me, board.same_target(payload.track, payload.scenario.split("/")[0]))
         mine = setting_of(payload)
-        earlier = [e for e in board.earlier(me, board.same_target(payload.track, payload.scenario.split("/")[0]))
-                   if board.team_of(e) != ctx.unit.team or board.setting(e) == mine]
-        near = _near_duplicate(ctx, earlier)
+        near = _near_duplicate(ctx, [e for e in earlier if board.team_of(e) != ctx.unit.team])
+        own = _near_duplicate(ctx, [e for e in earlier if board.team_of(e) == ctx.unit.team and board.setting(e) == mine],
+                              own=True)
         if near:
-            own = near[0].split("/")[0] == ctx.unit.team
             problems.append(f"{near[1]:.0%} of the reconstructions are near-duplicates of those of {near[0]}, "
                             f"which came first (more than {DUPLICATE_SHARE:.0%} within the track's near-copy "
-                            "thresholds)" + (": it is the same team's run of the same configuration, and another "
-                                             "seed must be an independent run, not a copy" if own else ""))
+                            "thresholds)")
+        if own:
+            problems.append(f"{own[1]:.0%} of the reconstructions are near-identical twins of those of {own[0]}, the "
+                            f"same team's earlier run of the same configuration (more than {DUPLICATE_SHARE:.0%}): "
+                            "another seed must be an independent run, not a copy")
     if problems:
         raise CheckFailed(problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""), problems)
     notes = ""
