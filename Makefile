@@ -10,17 +10,25 @@ TORCH  := torch==2.14.1 torchvision==0.29.1
 # reachable: make evaluate TORCH_INDEX=https://download.pytorch.org/whl/cpu
 TORCH_INDEX ?=
 
-.PHONY: install install-test evaluate test site bench clean
+.PHONY: install install-test sandbox evaluate test site bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) $(TORCH)
 
-install: $(BIN)/python
+install: $(BIN)/python sandbox
 	$(BIN)/python -m pip install -q -e .
 
-install-test: $(BIN)/python
+install-test: $(BIN)/python sandbox
 	$(BIN)/python -m pip install -q -e '.[test,cluster]'
+
+# bubblewrap, the attack's sandbox on Linux (docs/sandbox.md): installed with apt where it is missing
+# and apt can run (as root, or with sudo); elsewhere the runs record `sandbox: none` and say so.
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo -n)
+sandbox:
+	@command -v bwrap >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1 || \
+	  { $(SUDO) sh -c 'apt-get update -qq && apt-get install -y -qq bubblewrap' >/dev/null || \
+	    echo "warning: could not install bubblewrap (apt-get install bubblewrap): attacks will run without the sandbox"; }
 
 evaluate: install
 	$(BIN)/recon-submit evaluate

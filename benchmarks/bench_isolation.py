@@ -1,31 +1,43 @@
-"""Overhead of the process boundary (reconbench.isolation) on the default run, against in-process.
+"""Overhead of the attack's sandbox (reconbench.isolation) on the default run, against no isolation at all.
 
     python benchmarks/bench_isolation.py                       # the default run: deepinversion on digits
-    python benchmarks/bench_isolation.py --budget quick --attack inv-alignment --repeat 3
+    python benchmarks/bench_isolation.py --budget quick --attack deepinversion --attack inv-alignment
+    python benchmarks/bench_isolation.py --budget quick --modes in-process,bubblewrap,none
 
-Both modes run in the same invocation, alternately (in-process first, then isolated, per repeat),
-with the same thread count; the best of the repeats is reported. "isolated" includes starting the
-attack's interpreter (imports), pickling the view across, every black-box query and progress message
-over the pipe, and returning the reconstructions. The reconstructions of the two modes must be
-bit-identical (checked), so the ratio measures the boundary alone.
+Modes, run in the same invocation, alternately (each repeat runs every mode in the order given), with
+the same thread count; the best of the repeats is reported:
+- in-process: the attack runs in this process (`attack_run(..., isolate=False)`), the reference; never
+  used for a result file;
+- bubblewrap: what every evaluation does on Linux: a fresh interpreter in the bubblewrap sandbox
+  (RECONBENCH_SANDBOX=bubblewrap);
+- none: the same process boundary without the sandbox (RECONBENCH_SANDBOX=none).
+An isolated mode's time includes starting bubblewrap and the attack's interpreter (imports), pickling
+the view across, every black-box query and progress message over the socket, returning the
+reconstructions and ending the sandbox. The reconstructions of every mode must be bit-identical to
+the in-process ones (checked), so the ratio measures the boundary alone.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import torch
 
+MODES = ("in-process", "bubblewrap", "none")
 
-def run_once(attack: str, budget: str, isolate: bool):
+
+def run_once(attack: str, budget: str, mode: str):
     from reconbench.attacks import Progress
     from reconbench.evaluation import attack_run
     from reconbench.tracks import get_track
 
+    if mode != "in-process":
+        os.environ["RECONBENCH_SANDBOX"] = mode
     t0 = time.perf_counter()
     run = attack_run(get_track("digits"), attack, None, config={}, seed=0, device=torch.device("cpu"),
-                     progress=Progress(), budget=budget, isolate=isolate)
+                     progress=Progress(), budget=budget, isolate=mode != "in-process")
     return run, time.perf_counter() - t0
 
 
@@ -35,18 +47,31 @@ def main() -> None:
     parser.add_argument("--budget", default="default", help="quick, default or paper")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--modes", default="in-process,bubblewrap", help=f"comma-separated, from {', '.join(MODES)}")
     args = parser.parse_args()
+    modes = args.modes.split(",")
+    if "in-process" not in modes or not set(modes) <= set(MODES):
+        parser.error(f"--modes: in-process and any of {', '.join(MODES[1:])}")
     torch.set_num_threads(args.threads)
-    print(f"digits, budget {args.budget}, {args.threads} thread(s), best of {args.repeat}")
-    print(f"{'attack':<16} {'in-process s':>12} {'isolated s':>11} {'overhead s':>11} {'ratio':>7}  same output")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"digits, budget {args.budget}, {args.threads} thread(s), best of {args.repeat}, load average {load:.1f} at the start")
+    others = [m for m in modes if m != "in-process"]
+    print(f"{'attack':<16} {'in-process s':>12} " + " ".join(f"{m + ' s':>13} {'ratio':>6}" for m in others) + "  same output")
     for attack in args.attack or ["deepinversion"]:
-        inproc, isolated = float("inf"), float("inf")
+        best = {m: float("inf") for m in modes}
+        same = True
         for _ in range(args.repeat):
-            a, ta = run_once(attack, args.budget, isolate=False)
-            b, tb = run_once(attack, args.budget, isolate=True)
-            inproc, isolated = min(inproc, ta), min(isolated, tb)
-            same = torch.equal(a.reconstruction.images, b.reconstruction.images)
-        print(f"{attack:<16} {inproc:>12.2f} {isolated:>11.2f} {isolated - inproc:>11.2f} {isolated / inproc:>7.3f}  {same}")
+            runs = {}
+            for mode in modes:
+                runs[mode], took = run_once(attack, args.budget, mode)
+                best[mode] = min(best[mode], took)
+            ref = runs["in-process"].reconstruction
+            same = same and all(torch.equal(ref.images, runs[m].reconstruction.images)
+                                and torch.equal(ref.labels, runs[m].reconstruction.labels) for m in others)
+        cells = " ".join(f"{best[m]:>13.2f} {best[m] / best['in-process']:>6.3f}" for m in others)
+        print(f"{attack:<16} {best['in-process']:>12.2f} {cells}  {same}")
+    end = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"load average {end:.1f} at the end")
 
 
 if __name__ == "__main__":

@@ -1,11 +1,13 @@
 """One line per error (issue 15 items 1 and 2): the console script in a subprocess, as a user runs it.
 
 Each case asserts the exact kind of message, the exit code, and, for the checks made before a run,
-that the attack's run() was never entered (it would leave a marker file).
+that the attack's run() was never entered (it would print a marker line: the attack runs in the
+sandbox, where its stdout and stderr, the user's terminal, are its only way to say anything).
 """
 
 from __future__ import annotations
 
+import subprocess
 import textwrap
 from pathlib import Path
 
@@ -13,8 +15,9 @@ import pytest
 
 from cli_process import one_error_line, recon
 
+RAN = "reconbench-test-ran"  # the line an attack's run() prints first (then the pid it runs as)
 ATTACKS = textwrap.dedent('''
-    import os, time
+    import os, sys, time
     from pathlib import Path
     import torch
     from reconbench.attacks.base import Attack, Reconstruction
@@ -22,7 +25,7 @@ ATTACKS = textwrap.dedent('''
     class Boom(Attack):
         name = "boom"; paper = "test"; family = "optimization"; scenarios = ("static/white-box/none",)
         def run(self, knowledge, *, seed, progress):
-            Path(os.environ["MARKER"]).write_text("ran")
+            print("reconbench-test-ran", file=sys.stderr, flush=True)
             return helper()
 
     def helper():
@@ -52,7 +55,7 @@ ATTACKS = textwrap.dedent('''
         def run(self, knowledge, *, seed, progress):
             from sklearn.cluster import KMeans  # asks loky for the core count (no warning may reach stderr)
             KMeans(2, n_init=1, random_state=0).fit(torch.rand(20, 2).numpy())
-            Path(os.environ["MARKER"]).write_text(str(os.getpid()))
+            print("reconbench-test-ran", file=sys.stderr, flush=True)
             time.sleep(120)
 ''')
 
@@ -64,17 +67,22 @@ def work(tmp_path_factory):
     return d
 
 
+def _ran(proc) -> tuple[subprocess.CompletedProcess, bool]:
+    """The process without the attack's marker line, and whether its run() printed it."""
+    lines = proc.stderr.splitlines(keepends=True)
+    kept = [line for line in lines if line.strip() != RAN]
+    return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout, "".join(kept)), len(kept) < len(lines)
+
+
 def _evaluate(work, cls, *extra):
-    marker = work / f"ran-{cls}"
-    proc = recon("evaluate", "--attack", f"att.py:{cls}", "--quiet", "--out", str(work / f"out-{cls}"), *extra,
-                 cwd=work, env={"MARKER": str(marker)})
-    return proc, marker
+    proc = recon("evaluate", "--attack", f"att.py:{cls}", "--quiet", "--out", str(work / f"out-{cls}"), *extra, cwd=work)
+    return _ran(proc)
 
 
 def test_error_raised_inside_the_attack_names_the_attack_file_and_line(work):
-    proc, marker = _evaluate(work, "Boom")
+    proc, ran = _evaluate(work, "Boom")
     line = one_error_line(proc)
-    assert marker.exists()  # it did run, and failed inside
+    assert ran  # it did run, and failed inside
     assert "attack 'boom' failed" in line and "ValueError: exploded on purpose" in line and "att.py:14" in line, line
     assert proc.returncode == 1
 
@@ -107,37 +115,59 @@ def test_ctrl_c_during_the_attack_says_nothing_was_written(work):
 
     from cli_process import TOOLKIT
 
-    marker, out = work / "ran-Slow", work / "out-Slow"
-    env = {**os.environ, "PYTHONPATH": str(TOOLKIT), "MARKER": str(marker), "COLUMNS": "200"}
+    import threading
+    import uuid
+
+    run_id = uuid.uuid4().hex  # passed to the attack's process (RECONBENCH_ATTACK_* crosses the allowlist)
+    out = work / "out-Slow"
+    env = {**os.environ, "PYTHONPATH": str(TOOLKIT), "COLUMNS": "200", "RECONBENCH_ATTACK_TEST_RUN": run_id}
     env.pop("RECONBENCH_DEBUG", None)
     proc = subprocess.Popen([sys.executable, "-m", "reconbench.cli", "evaluate", "--attack", "att.py:Slow", "--quiet",
                              "--out", str(out)], cwd=work, env=env, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)  # its own process group, as a shell's foreground job
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stderr.readline, "")), daemon=True)
+    reader.start()
     try:
         deadline = time.time() + 300
-        while not marker.exists() and proc.poll() is None and time.time() < deadline:
+        while RAN + "\n" not in lines and proc.poll() is None and time.time() < deadline:
             time.sleep(0.2)
-        assert marker.exists(), "the attack never started"
+        assert RAN + "\n" in lines, "the attack never started"
+        assert _attack_processes(run_id), "the attack's process is not visible from here"
         time.sleep(0.5)  # inside time.sleep of the attack
         os.killpg(proc.pid, signal.SIGINT)
-        _, stderr = proc.communicate(timeout=120)
+        proc.wait(timeout=120)
+        reader.join(timeout=30)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    assert proc.returncode == 130, stderr
-    assert lines == ["interrupted: nothing was written (results are written only when a command completes)"], stderr
+    said = [line.strip() for line in lines if line.strip() and line.strip() != RAN]
+    assert proc.returncode == 130, lines
+    assert said == ["interrupted: nothing was written (results are written only when a command completes)"], lines
     assert not out.exists()
-    attack_pid = int(marker.read_text())
-    with pytest.raises(ProcessLookupError):  # stopped and reaped, not left running
-        os.kill(attack_pid, 0)
+    assert _attack_processes(run_id) == []  # stopped and reaped, not left running
+
+
+def _attack_processes(run_id: str) -> list[str]:
+    """Processes of this machine whose environment carries the run's id (the attack's, sandboxed or not)."""
+    import os
+
+    found = []
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if run_id.encode() in f.read():
+                    found.append(pid)
+        except OSError:
+            pass
+    return found
 
 
 def test_bad_attack_class_is_refused_before_running(work):
-    proc, marker = _evaluate(work, "Magic")
+    proc, ran = _evaluate(work, "Magic")
     assert "att.py:Magic: family 'magic' must be one of optimization, training, analysis" in one_error_line(proc)
-    assert not marker.exists()
-    proc, marker = _evaluate(work, "NoRun")
+    assert not ran
+    proc, ran = _evaluate(work, "NoRun")
     assert "att.py:NoRun: the class does not implement run()" in one_error_line(proc)
 
 
@@ -166,10 +196,9 @@ def test_existing_out_and_unusable_device_are_refused_before_running(work):
         (["--out", str(work / "empty")], f"--out {work / 'empty'}: already exists"),
         (["--device", "gpu"], "--device gpu: not a device torch knows (use cpu, cuda, cuda:N or mps)"),
     ]:
-        marker = work / "ran-early"
-        proc = recon("evaluate", "--attack", "att.py:Boom", "--quiet", *extra, cwd=work, env={"MARKER": str(marker)})
+        proc, ran = _ran(recon("evaluate", "--attack", "att.py:Boom", "--quiet", *extra, cwd=work))
         assert one_error_line(proc).startswith(expected), (extra, proc.stderr)
-        assert not marker.exists(), extra
+        assert not ran, extra
 
 
 def test_preflight_rules(tmp_path):
@@ -195,12 +224,10 @@ def test_junk_safetensors_in_weights_dir_is_refused_before_running(work):
     weights = work / "weights"
     weights.mkdir()
     (weights / "alexnet-owt-7be5be79.safetensors").write_bytes(b"not a safetensors file")
-    marker = work / "ran-junk"
-    proc = recon("evaluate", "--attack", "att.py:Boom", "--quiet", "--weights-dir", str(weights), cwd=work,
-                 env={"MARKER": str(marker)})
+    proc, ran = _ran(recon("evaluate", "--attack", "att.py:Boom", "--quiet", "--weights-dir", str(weights), cwd=work))
     line = one_error_line(proc)
     assert line.startswith(f"{weights / 'alexnet-owt-7be5be79.safetensors'}: not a readable safetensors file")
-    assert not marker.exists()
+    assert not ran
 
 
 def test_user_errors_outside_evaluate_are_one_line(tmp_path):

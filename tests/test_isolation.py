@@ -3,8 +3,11 @@
 A hostile black-box attack (tests/attacks/escape.py) tries every route we could think of to the
 parameters, the private splits and the evaluator's process, and reports what it reached."""
 
+import functools
 import json
+import os
 import pickle
+import shutil
 from importlib import resources
 from multiprocessing import Pipe
 from pathlib import Path
@@ -33,32 +36,44 @@ def _run(track, spec, scenario=None, config=None, progress=None, isolate=True):
                       isolate=isolate)
 
 
-@pytest.mark.parametrize("scenario", ["static/black-box/same", "dynamic/black-box/same"])
-def test_hostile_black_box_attack_reaches_nothing(track, scenario, tmp_path, monkeypatch):
+BWRAP = pytest.mark.skipif(os.environ.get("RECONBENCH_SANDBOX") != "bubblewrap" and shutil.which("bwrap") is None,
+                           reason="bubblewrap is not installed")
+
+
+@pytest.mark.parametrize("scenario, box", [("static/black-box/same", "none"), pytest.param("static/black-box/same", "bubblewrap", marks=BWRAP),
+                                           pytest.param("dynamic/black-box/same", "bubblewrap", marks=BWRAP)])
+def test_hostile_black_box_attack_reaches_nothing(track, scenario, box, tmp_path, monkeypatch, capfd):
+    """The process boundary holds with and without the OS sandbox (tests/test_sandbox_hostile.py
+    covers what only the sandbox stops); the guards turn the Python routes into friendly errors."""
+    monkeypatch.setenv("RECONBENCH_SANDBOX", box)
     hub = tmp_path / "hf"  # the evaluator's Hub cache, holding a "downloaded" weight file
     (hub / "hub" / "models--x--target" / "blobs").mkdir(parents=True)
     (hub / "hub" / "models--x--target" / "blobs" / "abc").write_bytes(b"secret weights")
     monkeypatch.setenv("HF_HOME", str(hub))
-    report = tmp_path / "report.json"
     package = str(resources.files("reconbench"))
-    run = _run(track, f"{ATTACKS_DIR / 'escape.py'}:Escape", scenario,
-               {"report": str(report), "hub_cache": str(hub), "package": package})
-    assert str(run.scenario) == scenario
-    seen = json.loads(report.read_text())
+    run = _run(track, f"{ATTACKS_DIR / 'escape.py'}:Escape", scenario, {"hub_cache": str(hub), "package": package})
+    assert str(run.scenario) == scenario and run.sandbox.startswith(box)
+    (line,) = [x for x in capfd.readouterr().err.splitlines() if x.startswith("HOSTILE-REPORT ")]
+    seen = json.loads(line.split(" ", 1)[1])
     assert seen["found"] == {}, f"the attack reached: {seen['found']}"
     refused = seen["refused"]
     for route, why in [("knowledge.model", "black-box"), ("query[0]._model", "probabilities only"),
                        ("import reconbench.tracks", "may not open"), ("import huggingface_hub", "may not open"),
                        ("open data/digits/cnn.safetensors", "may not open"), ("open registry/tracks.json", "may not open"),
-                       ("os.open data/digits/cnn.safetensors", "may not open"), ("hub cache (evaluator's)", "may not open"),
+                       ("os.open data/digits/cnn.safetensors", "may not open"),
                        ("open /proc/ppid/mem", "may not open"), ("subprocess cat", "may not do"),
                        ("os.system", "may not do"), ("ctypes libc open", "through ctypes"),
                        ("socket connect", "may not do"), ("forged pipe message", "no black-box query function 'model'")]:
         assert why in refused.get(route, ""), f"{route}: {refused.get(route)}"
-    # Native code is not audited; the kernel still refuses the evaluator's /proc entries.
-    assert "torch.from_file /proc/ppid/environ" in refused
-    # The documented limit: a file that is public on disk (the shipped weights) can be read natively.
-    assert set(seen["public"]) <= {"native read of the shipped weights (public)"}
+    if box == "none":
+        assert "may not open" in refused["hub cache (evaluator's)"]
+        # Native code is not audited; the kernel still refuses the evaluator's /proc entries.
+        assert "torch.from_file /proc/ppid/environ" in refused
+        # The documented limit without the sandbox: a file that is public on disk can be read natively.
+        assert set(seen["public"]) <= {"native read of the shipped weights (public)"}
+    else:  # the sandbox: the evaluator's Hub cache and the shipped weights are not there at all
+        assert "hub cache (evaluator's)" not in seen["found"]
+        assert seen["public"] == {} and "No such file" in refused["native read of the shipped weights (public)"]
     if scenario.startswith("dynamic"):
         assert {"query[1]._model", "query[2]._model"} <= set(refused)
     assert run.knowledge.query.queries == 0  # the forged message was refused, not answered
@@ -127,6 +142,19 @@ def test_the_evaluator_never_unpickles_what_the_attack_sends(tmp_path):
     theirs.send_bytes(json.dumps({"op": "query", "arrays": [{"dtype": "float32", "shape": [1 << 20, 1 << 20]}]}).encode())
     with pytest.raises(protocol.ProtocolError, match="over the"):
         protocol.recv(ours)
+    for raw, message in [
+        (b"[" * 100000 + b"]" * 100000, "malformed message header"),  # nesting past the parser's recursion limit
+        (json.dumps({"op": "x", "a": functools.reduce(lambda inner, _: [inner], range(18), 1)}).encode(), "nested deeper than 16"),
+        (b'{"op": "result", "facts": {"x": NaN}}', "malformed message header"),
+        (b'{"op": "result", "pad": "' + b"x" * 70000 + b'"}', "malformed message header"),  # over 64 KiB, refused unread
+        (json.dumps({"op": "result", "arrays": [{"dtype": "float32", "shape": [1]}] * 3}).encode(), "3 arrays declared"),
+        (json.dumps({"op": "result", "arrays": [{"dtype": "float32", "shape": [(1 << 27) + 1]}] * 2}).encode(), "over the"),  # each fits, not both
+    ]:
+        ours, theirs = Pipe()
+        theirs.send_bytes(raw)
+        with pytest.raises(protocol.ProtocolError, match=message):
+            protocol.recv(ours)
+    ours, theirs = Pipe()
     protocol.send(theirs, {"op": "probs"}, np.ones((2, 3), np.float32))
     header, arrays = protocol.recv(ours)
     assert header == {"op": "probs"} and arrays[0].shape == (2, 3)

@@ -30,7 +30,7 @@ def _suspicious(obj) -> str | None:
 class Escape(Attack):
     name, paper, family = "escape", "none", "training"
     scenarios = ("static/black-box/same", "dynamic/black-box/same")
-    defaults = {"report": "", "hub_cache": "", "package": ""}
+    defaults = {"hub_cache": "", "package": ""}
 
     def run(self, knowledge, *, seed, progress):
         found: dict[str, str] = {}  # route -> what it reached (must stay empty, see the test)
@@ -125,7 +125,8 @@ class Escape(Attack):
         attempt("native read of the shipped weights (public)", lambda: torch.from_file(weights, size=8, dtype=torch.uint8).tolist(),
                 into=public)
 
-        with open(self.config["report"], "w") as f:
-            json.dump({"found": found, "public": public, "refused": refused, "pid": os.getpid()}, f, indent=1)
+        # To the evaluator's stderr (tests/test_isolation.py reads it): in the sandbox no host path is writable.
+        print("HOSTILE-REPORT " + json.dumps({"found": found, "public": public, "refused": refused, "pid": os.getpid()}),
+              file=sys.stderr, flush=True)
         n = knowledge.target_size
         return Reconstruction(torch.zeros(n, *knowledge.input_shape), torch.zeros(n, dtype=torch.long))

@@ -42,11 +42,28 @@ from reconbench.results import (
     write_result_dir,
 )
 from reconbench.scenario import Scenario
-from reconbench.signing import load_private_key, sign_payload
+from reconbench.signing import check_key_file, load_private_key, sign_payload
 from reconbench.tracks import Track, get_track
 from reconbench.track_files import load_splits, model_file, sha256_bytes
 
 DEFAULT_TRACK = "digits"
+# What the evaluator imports after the attack has run (scoring, the Hub for weights and target
+# sets, writing and signing): imported while the attack's process starts, so that nothing the
+# attack's run could have written is imported into this process afterwards.
+EVALUATOR_MODULES = ("tempfile", "reconbench.io", "reconbench.results", "reconbench.attack_source", "reconbench.signing",
+                     "reconbench.console", "reconbench.hub", "reconbench.metrics.score", "reconbench.metrics.fid",
+                     "reconbench.metrics.classifier", "reconbench.metrics.download", "reconbench.metrics.feature_cache",
+                     "reconbench.models", "reconbench.track_files", "reconbench.data.digits", "reconbench.zoo.loading",
+                     "reconbench.surrogate.route", "scipy.linalg.blas", "huggingface_hub",
+                     "encodings.idna", "encodings.utf_16_be", "stringprep")
+
+
+def preload() -> None:
+    """Import the evaluator's side before the attack runs (EVALUATOR_MODULES)."""
+    import importlib
+
+    for name in EVALUATOR_MODULES:
+        importlib.import_module(name)
 
 
 @dataclass(frozen=True)
@@ -87,6 +104,7 @@ class AttackRun:
     reconstruction: Reconstruction  # checked and sized to |D_tar|
     knowledge: Knowledge  # the evaluator's view: its query counters are the ones recorded
     budget: str = "default"  # the budget preset the config started from
+    sandbox: str = "none"  # the OS sandbox the attack's process ran in (provenance.sandbox)
 
 
 def _checked(track: Track, meta: AttackMeta, knowledge: Knowledge, images, labels, facts=None) -> Reconstruction:
@@ -135,7 +153,8 @@ def attack_run(track: Track, attack: str | type[Attack], requested: str | Scenar
     spec = spec_of(attack)
     if spec in ATTACKS:
         ATTACKS[spec](budget=budget, **config)  # bad options fail here, before a long run (our code: safe to import)
-    with AttackProcess(spec, config, budget) as process:
+    with AttackProcess(spec, config, budget, device=device) as process:
+        preload()  # while the attack's interpreter starts
         # A registered attack's declaration is known here, so the view is built while the attack's
         # process starts (imports take seconds); a bring-your-own attack is never imported here.
         known = _meta_of(ATTACKS[spec]) if spec in ATTACKS else None
@@ -147,7 +166,7 @@ def attack_run(track: Track, attack: str | type[Attack], requested: str | Scenar
             raise AttackError(f"attack '{spec}': its process loaded a different attack ({process.meta().code})")
         images, labels = process.run(view, seed=seed, progress=progress)
         return AttackRun(meta, dict(process.config), chosen, _checked(track, meta, view, images, labels, process.facts), knowledge,
-                         budget)
+                         budget, process.sandbox)
 
 
 def run_attack(track: Track, attack: str | type[Attack], scenario: Scenario, *, config: dict, seed: int,
@@ -189,7 +208,7 @@ def evaluate(
     elif attack_spec in ATTACKS:  # our own code: its scenario and options fail here, before the key and the run
         choose_scenario(track, ATTACKS[attack_spec], scenario)
         ATTACKS[attack_spec](budget=budget, **(config or {}))
-    key = load_private_key(key_path)  # fail before a long run, not after
+    check_key_file(key_path)  # fail before a long run; the key is loaded only after the attack has ended
     torch_device = preflight(device=device, out=out, weights_dir=weights_dir)
     source = attack_source(attack_spec)  # a bring-your-own attack's files, hashed before it runs
     started = datetime.now(timezone.utc)
@@ -259,6 +278,7 @@ def evaluate(
             wall_seconds=round(wall, 3),
             queries=knowledge.query.queries if chosen.access == "black-box" else None,
             attack_facts=dict(rec.provenance) or None,
+            sandbox=run.sandbox,
         ),
         surrogate=None if not stolen else SurrogateInfo(
             method=stolen[0].method, architecture=stolen[0].architecture, budget=stolen[0].budget, config=stolen[0].config,
@@ -266,7 +286,7 @@ def evaluate(
             **dict(zip(("agreement", "agreement_images"), route.agreement(track, stolen[0].model, torch_device))),
         ),
     )
-    signature = Signature(**sign_payload(payload.model_dump(mode="json"), key))
+    signature = Signature(**sign_payload(payload.model_dump(mode="json"), load_private_key(key_path)))
     result = ResultFile(payload=payload, signature=signature)
     folder = Path(out) if out else Path("recon-results") / payload.entry_id
     write_result_dir(folder, result, images, labels, attack_files=source.files if source else None)

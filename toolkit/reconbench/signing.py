@@ -57,6 +57,25 @@ def generate_key(path: Path) -> tuple[Path, str]:
     return path, public
 
 
+PEM_PRIVATE = b"-----BEGIN PRIVATE KEY-----"
+
+
+def check_key_file(path: Path) -> None:
+    """Before a long run, without loading the key: the file exists, is readable and starts as a
+    PEM private key. The key itself is read only to sign, after the attack has ended; a file that
+    passes this and still cannot be parsed fails then, with load_private_key's message."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(PEM_PRIVATE))
+    except FileNotFoundError:
+        raise SigningError(f"{path}: key file not found (create one with `recon-submit keygen`)") from None
+    except OSError as exc:
+        raise SigningError(f"{path}: not a readable PEM private key ({exc})") from None
+    if head != PEM_PRIVATE:
+        raise SigningError(f"{path}: not a readable PEM private key (it does not start with {PEM_PRIVATE.decode()})")
+
+
 def load_private_key(path: Path) -> Ed25519PrivateKey:
     path = Path(path)
     try:

@@ -157,7 +157,10 @@ def serve(conn: Connection) -> None:
 
 
 def main() -> None:
-    fd, parent_pid = int(sys.argv[1]), int(sys.argv[2])
+    # stdout is the evaluator's stderr; stderr may be bubblewrap's pipe, read only if the sandbox fails
+    # to start: from here on the attack's warnings and prints reach the user's terminal.
+    os.dup2(1, 2)
+    fd, parent_pid = int(sys.argv[1]), int(sys.argv[2])  # parent_pid 0: in the sandbox (another PID namespace)
     hub_paths = sys.argv[3:]
     guards.install(parent_pid, hub_paths)
     conn = Connection(fd)

@@ -1,23 +1,15 @@
-"""Defence in depth inside the attack's process (installed before any attack code is imported).
+"""Friendly errors for honest mistakes inside the attack's process (installed before any attack
+code is imported). Not a security boundary: that is the OS sandbox (reconbench.isolation.sandbox,
+docs/sandbox.md). Python's own documentation says audit hooks are not a sandbox; native code and a
+fresh interpreter bypass them, and the hostile suite (tests/test_sandbox_hostile.py) does.
 
-The guarantee of the boundary is the separate address space (see reconbench/isolation/__init__.py);
-these guards only make the obvious detours fail loudly. A Python audit hook refuses, for the rest of
-the process's life (audit hooks cannot be removed):
-- importing the evaluator's modules (their files cannot be opened): the registry, the Hub client,
-  dataset loaders, metrics, submissions, the evaluation itself;
-- opening (from Python) the registry files, the target weights shipped in the package, the Hub
-  cache of the evaluator's environment, the cached Inception features of target sets, and /proc entries of any other process (the evaluator's
-  memory, environment and open files);
-- starting programs (a new interpreter would have no hooks) and opening network connections;
-- looking up libc's file/process functions through ctypes.
-Before the hook, the process gives up every Linux capability and sets no_new_privs, so even when
-the evaluator runs as root (containers) the kernel refuses this process the evaluator's memory,
-environment and file descriptors (/proc/<pid>/mem, environ, fd; ptrace): the evaluator is
-non-dumpable while the attack runs (isolation.parent.not_dumpable), and only CAP_SYS_PTRACE could
-override that. The evaluator also starts this process with an empty, offline Hub cache and a registry path that
-does not exist. Native code that reads a file by itself (a C or Rust extension) is not seen by an
-audit hook: files that are public on disk stay readable, which is what review and reproduction of
-the shipped attack source are for.
+What they do: an attack that imports the evaluator's modules (the registry, the Hub client, dataset
+loaders, metrics, submissions, the evaluation itself), opens from Python the registry files, the
+target weights shipped in the package, the evaluator's Hub cache, cached target features or another
+process's /proc entries, starts a program, opens a network connection or looks up libc's file and
+process functions through ctypes gets a GuardError naming what it did, at once and the same way on
+every platform (with or without the sandbox, where the same action would fail later and less
+clearly). Before the hook, the process sets no_new_privs and gives up every Linux capability.
 """
 
 from __future__ import annotations
@@ -51,6 +43,9 @@ def _protected_roots(extra: list[str]) -> list[str]:
         spec = importlib.util.find_spec(name)  # locates without importing
         if spec is not None and spec.origin:
             roots.append(str(Path(spec.origin).resolve().parent))
+    # every data folder of the package (the embedded tracks' weights and files), whether or not the
+    # sandbox shows its files (inside it they are hidden: the folders are there, empty)
+    roots += [str(p) for p in (package / "data").iterdir() if p.is_dir() and p.name != "__pycache__"]
     roots += [str(p) for p in (package / "data").rglob("*.safetensors")]
     home = Path.home()
     roots += [str(home / ".cache" / "huggingface")]
@@ -93,7 +88,7 @@ def die_with_parent(parent_pid: int) -> None:
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
         except (OSError, AttributeError):
             pass
-    if os.getppid() != parent_pid:
+    if parent_pid and os.getppid() != parent_pid:  # 0: in the sandbox, whose --die-with-parent does this
         os._exit(1)
 
 

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import os
 import pickle
+import select
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -28,7 +31,8 @@ import numpy as np
 import torch
 
 from reconbench.attacks.base import AttackError, Progress
-from reconbench.isolation import protocol
+from reconbench.attack_source import attack_source, copy_source
+from reconbench.isolation import protocol, sandbox, seccomp
 from reconbench.isolation.child import to_device
 from reconbench.knowledge import Knowledge
 from reconbench.queries import KnowledgeError, QueryBudgetExceeded, QueryFunction
@@ -74,14 +78,37 @@ def _hub_paths() -> list[str]:
     return [p for p in paths if p]
 
 
-def _child_env(scratch: Path, threads: int) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not any(s in k.upper() for s in ("TOKEN", "SECRET", "PASSWORD"))}
+def _filter_pipe() -> tuple[int | None, int | None]:
+    """A pipe holding the seccomp program for bubblewrap to read (None, None where there is none)."""
+    code = seccomp.program()
+    if code is None:
+        return None, None
+    r, w = os.pipe()
+    os.write(w, code)  # a few hundred bytes: well within a pipe's buffer
+    os.close(w)
+    return r, None
+
+
+def _secret_paths() -> list[str]:
+    """Folders of the evaluator's that the sandbox hides even where they lie inside a bound folder."""
+    from reconbench.cache import cache_root
+
+    names = ("RECONBENCH_HOME", "RECONBENCH_CACHE", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "TORCH_HOME", "HF_HOME")
+    return [str(cache_root())] + [os.environ[n] for n in names if os.environ.get(n)] + _hub_paths()
+
+
+def _child_env(scratch: Path, threads: int, *, sandboxed: bool = False, cache: Path | None = None) -> dict[str, str]:
+    """The attack's environment: an allowlist of the evaluator's (sandbox.environment), then the
+    toolkit's own settings. `scratch`: the attack's writable folder (/tmp inside the sandbox);
+    `cache`: the toolkit cache it may use (registered attacks: the user's, for GAN priors), else one
+    in scratch that ends with the run."""
+    env = sandbox.environment(dict(os.environ), sandboxed=sandboxed)
     # the same toolkit as this process: toolkit/ above reconbench/isolation/parent.py (no `import
     # reconbench`: the package's top level holds the API, which imports this module)
-    package_root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join([package_root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
     env.update({
         "HF_HUB_OFFLINE": "1", "HF_HOME": str(scratch / "hf"), "HF_HUB_CACHE": str(scratch / "hf" / "hub"),
+        "RECONBENCH_CACHE": str(cache or scratch / "cache"),
         "RECONBENCH_REGISTRY": str(scratch / "no-registry.json"), "RECONBENCH_ATTACK_PROCESS": "1",
         "PYTHONDONTWRITEBYTECODE": "1",  # no __pycache__ written into an entry's attack/ folder
     })
@@ -90,8 +117,6 @@ def _child_env(scratch: Path, threads: int) -> dict[str, str]:
     # refuse the subprocess and loky prints a warning with a traceback. A user's own setting is kept.
     env.setdefault("OMP_NUM_THREADS", str(threads))
     env.setdefault("LOKY_MAX_CPU_COUNT", str(threads))
-    env.pop("HUGGINGFACE_HUB_CACHE", None)
-    env.pop("HF_ENDPOINT", None)
     return env
 
 
@@ -148,18 +173,41 @@ def _child_error(header: dict, name: str) -> BaseException:
     return exc
 
 
-class AttackProcess:
-    """One attack run in its own process. Use as a context manager; `meta()`, then `run()`."""
+def _declared(info: dict, spec: str) -> AttackMeta:
+    """The attack's declaration as its process reported it: untrusted data, so every field is
+    checked for type and length (the schema and the registry check the values later)."""
+    fields = {"name": 80, "paper": 2000, "family": 40, "version": 40, "code": 400}
+    scenarios = info.get("scenarios")
+    if (not all(isinstance(info.get(k), str) and len(info[k]) <= n for k, n in fields.items())
+            or not isinstance(scenarios, list) or not 0 < len(scenarios) <= 18
+            or not all(isinstance(c, str) and len(c) <= 40 for c in scenarios)):
+        raise AttackError(f"attack '{protocol.text(spec, 200)}': its process sent an invalid declaration "
+                          f"(strings of bounded length for {', '.join(fields)}; 1 to 18 scenarios)")
+    return AttackMeta(name=info["name"], paper=info["paper"], family=info["family"], scenarios=tuple(scenarios),
+                      version=info["version"], code=info["code"])
 
-    def __init__(self, spec: str, config: dict[str, Any], budget: str = "default"):
+
+class AttackProcess:
+    """One attack run in its own process. Use as a context manager; `meta()`, then `run()`.
+
+    The process runs in the OS sandbox of reconbench.isolation.sandbox where there is one
+    (`sandbox`: its label for provenance.sandbox, "none" without one). `device`: where the attack
+    will run (a CUDA run gets the GPU's device nodes inside the sandbox)."""
+
+    def __init__(self, spec: str, config: dict[str, Any], budget: str = "default", *, device: str | torch.device = "cpu"):
         self.spec = spec
         self.config = dict(config)
         self.budget = budget
+        self.device = torch.device(device)
         self.facts: dict[str, Any] = {}  # what the attack reported about its run (checked by the result schema)
+        self.sandbox = sandbox.NONE
         self._meta: AttackMeta | None = None
         self._proc: subprocess.Popen | None = None
         self._conn: Connection | None = None
         self._scratch: tempfile.TemporaryDirectory | None = None
+        self._status: int | None = None  # bubblewrap's --json-status-fd (read end)
+        self._status_text = ""
+        self._init_pidfd: int | None = None  # the sandbox's first process: all others die with it
         self._stack = contextlib.ExitStack()
 
     def __enter__(self) -> AttackProcess:
@@ -170,33 +218,136 @@ class AttackProcess:
             raise
 
     def _start(self) -> AttackProcess:
+        from reconbench.attacks import ATTACKS
+        from reconbench.cache import cache_root
+
+        box = sandbox.choose()
         self._stack.enter_context(not_dumpable())
         self._scratch = tempfile.TemporaryDirectory(prefix="reconbench-attack-")
+        scratch, spec, attack_dir = Path(self._scratch.name), self.spec, None
+        # A registered attack runs only toolkit code: it may keep its GAN priors in the user's cache.
+        cache = cache_root() if spec in ATTACKS else None
+        if box is not None and ":" in spec and (source := attack_source(spec)) is not None:
+            attack_dir = scratch / "attack"  # exactly the files whose hash the result signs
+            copy_source(source.files, attack_dir)
+            spec = f"{sandbox.ATTACK_ROOT}/{source.entry_file}:{spec.rsplit(':', 1)[1]}"
         ours, theirs = socket.socketpair()
         fd = theirs.detach()
+        argv = [sys.executable, "-m", "reconbench.isolation.child", str(fd), "0" if box else str(os.getpid()), *_hub_paths()]
+        env = _child_env(Path("/tmp") if box else scratch, torch.get_num_threads(), sandboxed=box is not None, cache=cache)
         try:
             with sigint_blocked():
-                self._proc = subprocess.Popen(
-                    [sys.executable, "-m", "reconbench.isolation.child", str(fd), str(os.getpid()), *_hub_paths()],
-                    pass_fds=(fd,), env=_child_env(Path(self._scratch.name), torch.get_num_threads()),
-                    stdin=subprocess.DEVNULL, stdout=2, cwd=os.getcwd(),
-                )
+                if box is None:
+                    self._proc = subprocess.Popen(argv, pass_fds=(fd,), env=env, stdin=subprocess.DEVNULL, stdout=2,
+                                                  cwd=os.getcwd())
+                else:
+                    self._proc = self._start_sandboxed(box, argv, fd, env, attack_dir, cache)
         finally:
             os.close(fd)
         self._conn = Connection(ours.detach())
-        protocol.send(self._conn, {"op": "start", "spec": self.spec, "config": self.config, "budget": self.budget,
-                                   "threads": torch.get_num_threads()})
+        try:
+            protocol.send(self._conn, {"op": "start", "spec": spec, "config": self.config, "budget": self.budget,
+                                       "threads": torch.get_num_threads()})
+        except ConnectionError:  # it ended already (e.g. its sandbox could not be set up)
+            raise self._gone() from None
         return self
+
+    def _start_sandboxed(self, box: sandbox.Bubblewrap, argv: list[str], fd: int, env: dict, attack_dir: Path | None,
+                         cache: Path | None) -> subprocess.Popen:
+        writable = []
+        if cache is not None:
+            (cache / "gan-priors").mkdir(parents=True, exist_ok=True)
+            writable.append(str(cache / "gan-priors"))
+        self._status, status_w = os.pipe()
+        filter_r, filter_w = _filter_pipe()
+        try:
+            command = box.command(argv, package=Path(__file__).resolve().parents[1], env=env, attack_dir=attack_dir,
+                                  devices=sandbox.gpu_devices() if self.device.type == "cuda" else [],
+                                  secrets=_secret_paths(), writable=writable, status_fd=status_w, seccomp_fd=filter_r)
+            # The child's stdout is this process's stderr (the child points its own stderr there first
+            # thing); bubblewrap's stderr is a pipe read only when the sandbox fails to start.
+            proc = subprocess.Popen(command, pass_fds=tuple(f for f in (fd, status_w, filter_r) if f is not None), env={},
+                                    stdin=subprocess.DEVNULL, stdout=2, stderr=subprocess.PIPE)
+        finally:
+            for f in (status_w, filter_r, filter_w):
+                if f is not None:
+                    os.close(f)
+        self.sandbox = box.label
+        self._proc = proc
+        pid = self._status_record("child-pid", timeout=60)
+        if pid is None:
+            raise sandbox.start_failure(self._stderr())
+        with contextlib.suppress(OSError, AttributeError):  # pidfd: Linux 5.3+
+            self._init_pidfd = os.pidfd_open(pid)
+        return proc
+
+    def _status_record(self, key: str, timeout: float) -> Any:
+        """A value from bubblewrap's status stream (JSON objects, one per event); None at its end."""
+        assert self._status is not None
+        deadline = time.monotonic() + timeout
+        while True:
+            decoder, text = json.JSONDecoder(), self._status_text.strip()
+            while text:
+                try:
+                    record, end = decoder.raw_decode(text)
+                except ValueError:
+                    break
+                if isinstance(record, dict) and key in record:
+                    return record[key]
+                text = text[end:].strip()
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self._status], [], [], left)[0]:
+                return None
+            chunk = os.read(self._status, 4096)
+            if not chunk:
+                return None
+            self._status_text += chunk.decode("utf-8", "replace")
+            if len(self._status_text) > 65536:
+                return None
+
+    def _stderr(self) -> str:
+        """What bubblewrap (or the child before it took over the evaluator's stderr) printed."""
+        if self._proc is None or self._proc.stderr is None:
+            return ""
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            self._proc.wait(timeout=10)
+            os.set_blocking(self._proc.stderr.fileno(), False)
+            return (self._proc.stderr.read(65536) or b"").decode("utf-8", "replace")
+        return ""
 
     def __exit__(self, *exc) -> None:
         if self._conn is not None:
             self._conn.close()
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.kill()
+        if self._proc is not None:
+            if self._proc.poll() is None:
+                self._proc.kill()  # bubblewrap: its init dies with it (--die-with-parent), and with it every process inside
             self._proc.wait()
+            if self._proc.stderr is not None:
+                self._proc.stderr.close()
+        if self._init_pidfd is not None:  # wait until the sandbox's last process is gone
+            select.select([self._init_pidfd], [], [], 30)
+            os.close(self._init_pidfd)
+            self._init_pidfd = None
+        if self._status is not None:
+            os.close(self._status)
+            self._status = None
         if self._scratch is not None:
             self._scratch.cleanup()
         self._stack.close()
+
+    def _gone(self) -> BaseException:
+        """The error for an attack process that ended without a result (or a sandbox that never started)."""
+        assert self._proc is not None
+        code = self._proc.wait()
+        if code in (-signal.SIGINT, 128 + signal.SIGINT):  # interrupted (e.g. `kill -INT` on it): the CLI's line
+            return KeyboardInterrupt()
+        said = ""
+        if self._status is not None:
+            if self._status_record("exit-code", timeout=5) is None:  # the attack's command never ran
+                return sandbox.start_failure(self._stderr())
+            said = " ".join(self._stderr().split())[-1000:]  # e.g. the interpreter failing before the child's main
+        return AttackError(f"attack '{self._name()}': its process exited (code {code}) without a result"
+                           + (f": {said}" if said else ""))
 
     def _name(self) -> str:
         return self._meta.name if self._meta else self.spec
@@ -209,10 +360,7 @@ class AttackProcess:
                     raise EOFError
             header, arrays = protocol.recv(self._conn)
         except (EOFError, ConnectionError):
-            code = self._proc.wait()
-            if code in (-signal.SIGINT, 128 + signal.SIGINT):  # interrupted (e.g. `kill -INT` on it): the CLI's line
-                raise KeyboardInterrupt from None
-            raise AttackError(f"attack '{self._name()}': its process exited (code {code}) without a result") from None
+            raise self._gone() from None
         except protocol.ProtocolError as exc:
             raise AttackError(f"attack '{self._name()}': its process broke the protocol: {exc}") from None
         if header["op"] == "error":
@@ -226,14 +374,7 @@ class AttackProcess:
             info = header.get("attack")
             if header["op"] != "ready" or not isinstance(info, dict) or not isinstance(header.get("config"), dict):
                 raise AttackError(f"attack '{self.spec}': its process broke the protocol (expected 'ready')")
-            try:
-                self._meta = AttackMeta(
-                    name=protocol.text(info["name"], 80), paper=protocol.text(info["paper"]), family=str(info["family"]),
-                    scenarios=tuple(str(s) for s in info["scenarios"]), version=protocol.text(info["version"], 40),
-                    code=protocol.text(info["code"], 400),
-                )
-            except (KeyError, TypeError) as exc:
-                raise AttackError(f"attack '{self.spec}': incomplete declaration ({exc})") from None
+            self._meta = _declared(info, self.spec)
             self.config = header["config"]
         return self._meta
 
@@ -252,7 +393,8 @@ class AttackProcess:
                     self._answer(remote, header, arrays, knowledge.input_shape)
                 elif op == "progress":
                     self._progress(progress, bars, bars_stack, header)
-                elif op == "result" and len(arrays) == 2 and isinstance(header.get("config"), dict):
+                elif (op == "result" and len(arrays) == 2 and isinstance(header.get("config"), dict)
+                      and arrays[0].dtype == np.float32 and arrays[1].dtype == np.int64):
                     self.config = header["config"]
                     facts = header.get("facts") or {}
                     if not (isinstance(facts, dict) and len(facts) <= 32 and all(

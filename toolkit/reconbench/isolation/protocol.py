@@ -16,6 +16,8 @@ import numpy as np
 
 MAX_HEADER_BYTES = 64 * 1024
 MAX_ARRAY_BYTES = 1 << 30  # one query batch or the reconstructions: far above any track's need
+MAX_ARRAYS = 2  # a result: images and labels; a query: one batch
+MAX_DEPTH = 16  # nesting of the JSON header (configs are flat dicts of options)
 DTYPES = {"float32": np.float32, "int64": np.int64}
 
 
@@ -34,23 +36,53 @@ def send(conn: Connection, header: dict, *arrays: np.ndarray) -> None:
         conn.send_bytes(np.ascontiguousarray(a).tobytes())
 
 
-def recv(conn: Connection, max_array_bytes: int = MAX_ARRAY_BYTES) -> tuple[dict, list[np.ndarray]]:
-    """One message: (header, arrays). Raises ProtocolError on anything malformed."""
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def _depth(value, limit: int) -> bool:
+    """Whether `value` nests deeper than `limit` (lists and dicts)."""
+    if limit < 0:
+        return True
+    if isinstance(value, dict):
+        return any(_depth(v, limit - 1) for v in value.values())
+    if isinstance(value, list):
+        return any(_depth(v, limit - 1) for v in value)
+    return False
+
+
+def recv(conn: Connection, max_array_bytes: int = MAX_ARRAY_BYTES, max_arrays: int = MAX_ARRAYS) -> tuple[dict, list[np.ndarray]]:
+    """One message: (header, arrays). Raises ProtocolError on anything malformed.
+
+    Everything is checked before it is read: the header's length (recv_bytes refuses a longer one
+    without reading it), its JSON (no NaN/Infinity, bounded nesting), the number of arrays, and each
+    array's dtype, shape and size (and all of them together) before its bytes are taken."""
     try:
-        header = json.loads(conn.recv_bytes(MAX_HEADER_BYTES))
-    except (OSError, ValueError, UnicodeDecodeError) as exc:  # over-long or not JSON
+        header = json.loads(conn.recv_bytes(MAX_HEADER_BYTES), parse_constant=_no_constant)
+    except ConnectionError:  # the other side is gone: the caller reports how its process ended
+        raise
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError) as exc:  # over-long, not JSON, nested too deep
         raise ProtocolError(f"malformed message header ({type(exc).__name__})") from None
     if not isinstance(header, dict) or not isinstance(header.get("op"), str) or not isinstance(header.get("arrays", []), list):
         raise ProtocolError("message header is not an object with an 'op'")
-    arrays = []
-    for spec in header.pop("arrays", []):
+    if _depth(header, MAX_DEPTH):
+        raise ProtocolError(f"message header nested deeper than {MAX_DEPTH} levels")
+    declared = header.pop("arrays", [])
+    if len(declared) > max_arrays:
+        raise ProtocolError(f"{len(declared)} arrays declared, over the limit of {max_arrays} per message")
+    specs, total = [], 0
+    for spec in declared:
         dtype = DTYPES.get(spec.get("dtype")) if isinstance(spec, dict) else None
         shape = spec.get("shape") if isinstance(spec, dict) else None
         if dtype is None or not isinstance(shape, list) or len(shape) > 8 or not all(type(d) is int and d >= 0 for d in shape):
             raise ProtocolError(f"bad array declaration {str(spec)[:200]}")
         size = math.prod(shape) * np.dtype(dtype).itemsize
-        if size > max_array_bytes:
+        total += size
+        if size > max_array_bytes or total > max_array_bytes:
             raise ProtocolError(f"array of {size} bytes declared, over the {max_array_bytes}-byte limit")
+        specs.append((dtype, shape, size))
+    arrays = []
+    for dtype, shape, size in specs:
         try:
             data = conn.recv_bytes(max(size, 1))
         except OSError as exc:

@@ -105,7 +105,7 @@ def evaluate_text(*, track_id: str, attack: str, scenario: str | None = None, se
     from reconbench.evaluation import device_name
     from reconbench.preflight import preflight
     from reconbench.results import Provenance, TargetIdentity, git_state, make_entry_id
-    from reconbench.signing import load_private_key
+    from reconbench.signing import check_key_file, load_private_key
     from reconbench.text.attacks import TEXT_ATTACKS, enforce_one_per_id, load_text_attack
     from reconbench.text.files import load_text_splits, model_sha256
     from reconbench.text.knowledge import build_text_knowledge
@@ -120,7 +120,7 @@ def evaluate_text(*, track_id: str, attack: str, scenario: str | None = None, se
     cls = load_text_attack(attack)
     chosen = choose_text_scenario(track, cls, scenario)
     instance = cls(budget=budget, **(config or {}))  # bad options fail here, before the key and the run
-    key = load_private_key(key_path)
+    check_key_file(key_path)  # the key itself is loaded only after the attack has ended
     torch_device = preflight(device=device, out=out, weights_dir=None)
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
@@ -153,9 +153,10 @@ def evaluate_text(*, track_id: str, attack: str, scenario: str | None = None, se
             seed=seed, command=command or shlex.join(sys.argv), started=started, finished=finished,
             wall_seconds=round(wall, 3), queries=knowledge.queries if chosen.split("/")[1] == "black-box" else None,
             attack_facts=_facts(rec.provenance),
+            sandbox="none",  # registered text attacks run in this process (docs/sandbox.md)
         ),
     )
-    result = sign_text_result(payload, key)
+    result = sign_text_result(payload, load_private_key(key_path))
     folder = Path(out) if out else Path("recon-results") / payload.entry_id
     write_text_result_dir(folder, result, items)
     return TextEvaluationOutput(folder=folder, result=result, items=items)
