@@ -158,3 +158,48 @@ def test_the_evaluator_never_unpickles_what_the_attack_sends(tmp_path):
     protocol.send(theirs, {"op": "probs"}, np.ones((2, 3), np.float32))
     header, arrays = protocol.recv(ours)
     assert header == {"op": "probs"} and arrays[0].shape == (2, 3)
+
+
+PRELOAD_PROBE = """
+import sys, json
+from pathlib import Path
+from reconbench.isolation import parent
+from reconbench.signing import generate_key
+import reconbench.evaluation as ev
+seen = {}
+run = parent.AttackProcess.run
+def snapshot(self, *a, **k):  # the attack's process is started and about to get its view
+    seen["before"] = set(sys.modules)
+    return run(self, *a, **k)
+parent.AttackProcess.run = snapshot
+leave = parent.AttackProcess.__exit__
+def ended(self, *exc):
+    leave(self, *exc)
+    seen["ended"] = True
+parent.AttackProcess.__exit__ = ended
+load = ev.load_private_key
+def loaded(path):
+    seen["key loaded after the attack ended"] = seen.get("ended", False)
+    return load(path)
+ev.load_private_key = loaded
+out = Path(sys.argv[1])
+key, _ = generate_key(out / "k.pem")
+ev.evaluate(attack_spec="mi-face", key_path=key, out=out / "r", config={"iterations": 2}, command="test")
+print(json.dumps({"imported after": sorted(set(sys.modules) - seen["before"]),
+                  "key loaded after the attack ended": seen["key loaded after the attack ended"]}))
+"""
+
+
+def test_the_evaluator_imports_nothing_after_the_attack_started_and_loads_the_key_after_it_ended(tmp_path):
+    """Scoring, writing and signing import nothing new once the attack's process runs (in a fresh
+    interpreter, so that no other test has imported it first): a module the attack's run could
+    have planted is never loaded into the process that signs. The signing key is read only after
+    the attack's process (and its sandbox) has ended."""
+    import subprocess
+    import sys
+
+    toolkit = Path(__file__).resolve().parents[1] / "toolkit"
+    proc = subprocess.run([sys.executable, "-c", PRELOAD_PROBE, str(tmp_path)], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(toolkit)}, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout.splitlines()[-1]) == {"imported after": [], "key loaded after the attack ended": True}
