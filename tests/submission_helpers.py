@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -115,3 +116,20 @@ def git(root, *args) -> None:
     subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True,
                    env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org",
                         "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org"})
+
+
+@contextmanager
+def listed_reproducer(home: Path):
+    """(reproducer key, stranger key): the first listed in a reproducers file that RECONBENCH_REPRODUCERS
+    names while the context lasts, the second listed nowhere."""
+    import pytest
+
+    from reconbench.reproduction.record import REPRODUCERS_ENV
+
+    key, public = generate_key(home / "reproducer.pem")
+    stranger, _ = generate_key(home / "stranger.pem")
+    file = home / "reproducers.toml"
+    file.write_text(f'[[reproducer]]\nname = "test reproducer"\nkey = "{public}"\n')
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(REPRODUCERS_ENV, str(file))
+        yield key, stranger

@@ -12,25 +12,19 @@ import pytest
 from typer.testing import CliRunner
 
 from reconbench.cli import app
-from reconbench.reproduction.record import RECORD_FILE, REPRODUCERS_ENV, read_record, write_record
+from reconbench.reproduction.record import RECORD_FILE, read_record, write_record
 from reconbench.reproduction.rerun import ReproduceError
 from reconbench.reproduction.sign import reproduce_entry, sign_record
-from reconbench.signing import generate_key, load_private_key, public_key_b64
-from submission_helpers import failure, fresh_board
+from reconbench.signing import load_private_key
+from submission_helpers import failure, fresh_board, listed_reproducer
 
 ATTACKS_DIR = Path(__file__).parent / "attacks"
 
 
 @pytest.fixture(scope="module")
 def keys(tmp_path_factory):
-    home = tmp_path_factory.mktemp("reproducers")
-    key, public = generate_key(home / "reproducer.pem")
-    stranger, _ = generate_key(home / "stranger.pem")
-    file = home / "reproducers.toml"
-    file.write_text(f'[[reproducer]]\nname = "test reproducer"\nkey = "{public}"\n')
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(REPRODUCERS_ENV, str(file))
-        yield key, stranger
+    with listed_reproducer(tmp_path_factory.mktemp("reproducers")) as pair:
+        yield pair
 
 
 @pytest.fixture(scope="module")
@@ -154,3 +148,95 @@ def test_over_the_time_budget_is_not_re_run(board):
         reproduce_entry(board.entry, max_seconds=0)
     res = CliRunner().invoke(app, ["reproduce", str(board.entry), "--max-seconds", "0"])
     assert res.exit_code == 1 and "over the budget" in res.output
+
+
+# ---------------------------------------------------------------- issue 23: the record is checked, not believed
+
+def _forged_record(board, record, key=None, **changes):
+    """A record changed after the fact and signed again (by the listed reproducer unless told otherwise)."""
+    write_record(board.entry / RECORD_FILE,
+                 sign_record(record.model_copy(update=changes), load_private_key(key or board.reproducer_key)))
+
+
+def _with_metric(record, name, **changes):
+    metrics = dict(record.metrics)
+    metrics[name] = metrics[name].model_copy(update=changes)
+    return metrics
+
+
+def test_the_record_keeps_what_the_signer_computed_apart_from_what_the_run_reported(reproduced):
+    rec = reproduced.record
+    dumped = rec.model_dump(mode="json")
+    assert rec.schema_version == 2 and "run" not in dumped
+    reported = dumped["reported_by_run"]  # device, hardware, wall time, commit: the run job's word
+    assert set(reported) >= {"device", "hardware", "wall_seconds", "scenario", "sandbox"}
+    assert reported["scenario"] == "static/white-box/none" and "queries" not in reported  # white-box: no counted queries
+    assert [c.what for c in rec.run_checks] == ["scenario"] and rec.run_checks[0].ok and rec.problems == []
+    assert rec.scored_on and rec.toolkit_version  # the signer's own facts stay at the top level
+
+
+@pytest.mark.parametrize("forge, expected", [
+    (lambda r: dict(metrics=_with_metric(r, "ssim", value=0.01)), "ssim 0.01 vs claimed"),
+    (lambda r: dict(metrics=_with_metric(r, "mse", coverage=r.metrics["mse"].coverage + 0.3)), "coverage"),
+    (lambda r: dict(metrics={k: v for k, v in r.metrics.items() if k != "psnr"}), "psnr claimed"),
+    (lambda r: dict(metrics=_with_metric(r, "acc_top1", value=r.metrics["acc_top1"].value - 0.06)), "acc_top1"),
+], ids=["ssim-contradicts", "coverage-contradicts", "metric-dropped", "slightly-beyond-tolerance"])
+def test_a_reproduced_verdict_whose_own_metrics_contradict_the_claim_lifts_nothing(board, reproduced, forge, expected):
+    """A listed reproducer's record that says "reproduced" is compared with the claim, as reproduce does."""
+    _forged_record(board, reproduced.record, **forge(reproduced.record))
+    report = board.only()
+    assert report.trust == "signed", [c.to_dict() for c in report.checks]  # not reproduced, and not failed either
+    check = next(c for c in report.checks if c.name == "reproduction")
+    assert check.status == "warn" and "contradict the claim" in check.message and expected in check.message
+
+
+def test_metrics_off_within_the_tolerance_still_reproduce(board, reproduced):
+    r = reproduced.record
+    _forged_record(board, r, metrics=_with_metric(r, "ssim", value=r.metrics["ssim"].value + 0.019))
+    assert board.only().trust == "reproduced"
+
+
+def test_reported_queries_or_scenario_that_disagree_with_the_claim_are_not_reproduced(board, reproduced):
+    r = reproduced.record
+    lied = r.reported_by_run.model_copy(update={"queries": 7})
+    _forged_record(board, r, reported_by_run=lied)
+    check = next(c for c in board.only().checks if c.name == "reproduction")
+    assert board.only().trust == "signed" and "provenance.queries" in check.message
+    other = r.reported_by_run.model_copy(update={"scenario": "static/white-box/same"})
+    _forged_record(board, r, reported_by_run=other)
+    assert "scenario" in next(c for c in board.only().checks if c.name == "reproduction").message
+
+
+def test_reproduce_compares_the_runs_queries_and_scenario(board, tmp_path):
+    """The run job's result.json is untrusted: the signer compares what it reports with the claim."""
+    run = tmp_path / "run"
+    reproduce_entry(board.entry, run_only=run)
+    data = json.loads((run / "result.json").read_text())
+    data["payload"]["provenance"]["queries"] = 300  # e.g. a run that spent queries the claim does not declare
+    (run / "result.json").write_text(json.dumps(data))
+    out = reproduce_entry(board.entry, from_run=run)
+    assert out.record.verdict == "not-reproduced"
+    assert any("provenance.queries: the re-run reported 300, the entry claims None" in p for p in out.record.problems)
+    data["payload"]["provenance"]["queries"] = None
+    data["payload"]["scenario"] = "static/white-box/same"
+    (run / "result.json").write_text(json.dumps(data))
+    out = reproduce_entry(board.entry, from_run=run)
+    assert out.record.verdict == "not-reproduced" and any(p.startswith("scenario:") for p in out.record.problems)
+
+
+def test_old_records_of_schema_version_1_still_verify_and_show_what_the_run_reported():
+    """The example entries' records were signed before the split: they parse, verify and agree."""
+    from reconbench.reproduction import compare
+    from reconbench.reproduction.record import reproducer_keys, verify_record
+    from reconbench.text.results import parse_any_result
+
+    repo = Path(__file__).resolve().parents[1]
+    records = sorted((repo / "submissions").glob("*/*/" + RECORD_FILE))
+    assert records
+    keys = reproducer_keys(repo / "maintainers" / "reproducers.toml")
+    for path in records:
+        signed = read_record(path)
+        assert verify_record(signed, keys)
+        payload = parse_any_result(path.parent / "result.json").payload
+        assert compare.metric_problems(compare.compare_metrics(payload.metrics, signed.record.metrics)) == []
+        assert signed.record.reported.device  # v1: `run`, read as the run's report

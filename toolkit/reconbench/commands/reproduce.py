@@ -64,6 +64,11 @@ def reproduce(
                       "-" if c.obtained is None else f"{c.obtained:.6g}{cov(c.obtained_coverage)}", escape(c.tolerance),
                       {True: "yes", False: "[red]no[/]", None: "not compared"}[c.within])
     console.print(table)
+    for problem in rec.problems:
+        console.print(f"  not reproduced: {escape(problem)}")
+    run = rec.reported
+    console.print(f"reported by the run job, not verified: {escape(run.device)}, {run.wall_seconds:.0f} s, "
+                  f"sandbox {escape(run.sandbox or 'not recorded')}", highlight=False)
     if outcome.record_path:
         console.print(f"signed record: {escape(str(outcome.record_path))}")
     if rec.verdict != "reproduced":

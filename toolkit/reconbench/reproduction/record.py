@@ -1,7 +1,19 @@
 """The reproduction record: what a reproducer obtained, signed by a key the maintainers list.
 
 On disk: `<entry>/reproduction.json` = {"record": {...}, "signature": {...}}; the signature covers
-the RFC 8785 canonical form of "record", as for result files. Reproducer keys are listed in
+the RFC 8785 canonical form of "record", as for result files.
+
+What the signer vouches for, and what it only passes on (schema_version 2): the record's top-level
+fields are what the signing side computed itself: the metrics, re-scored from the re-run's
+reconstructions against the target set; their comparisons with the claim; the hash of those
+reconstructions; the entry's payload hash; the signer's own toolkit and machine (`scored_on`).
+`reported_by_run` is what the job that RAN the attack wrote into its result.json (device, hardware,
+wall time, its toolkit commit, the scenario, query counts, the sandbox): that job ran contributor
+code, so none of it is verified; `run_checks` compares its scenario and query counts with the
+claim, and a disagreement makes the verdict "not-reproduced". Records of schema_version 1 (made
+before this split) hold the same run facts under `run`; they are read, and shown, the same way.
+A record's `verdict` is not trusted on its own: validation recomputes the comparison of its metrics
+with the claim (reproduction/compare.py). Reproducer keys are listed in
 `maintainers/reproducers.toml` (CODEOWNERS: maintainers only); `RECONBENCH_REPRODUCERS` or
 `--reproducers` names another file. Workflows pass the BASE branch's file, never the pull
 request's, so a pull request cannot list its own key.
@@ -15,7 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints, ValidationError
+from pydantic import Field, StringConstraints, ValidationError, model_validator
 
 from reconbench.io import strict_json_loads, write_json
 from reconbench.metrics import MetricResult
@@ -42,18 +54,37 @@ class Comparison(Strict):
     within: bool | None = Field(description="None: not compared (the claim or the re-run has no value)")
 
 
+def _absent(value) -> bool:
+    return value is None or value == []
+
+
 class RunInfo(Strict):
-    """The re-run as its job reported it (device, time): informational, the metrics are re-scored."""
+    """The re-run as the job that ran it reported it (its result.json): NOT verified by the signer."""
 
     device: Short
     hardware: Short
     wall_seconds: Annotated[float, Field(ge=0, le=1e7)]
     toolkit_commit: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40}$")] | None = None
+    # schema_version 2: what the run job says it ran (compared with the claim in run_checks)
+    scenario: Short | None = Field(default=None, exclude_if=_absent)
+    queries: Annotated[int, Field(ge=0)] | None = Field(default=None, exclude_if=_absent)
+    surrogate_queries: Annotated[int, Field(ge=0)] | None = Field(default=None, exclude_if=_absent)
+    sandbox: Short | None = Field(default=None, exclude_if=_absent)
+
+
+class RunCheck(Strict):
+    """One fact the run job reported, against the entry's claim."""
+
+    what: Literal["scenario", "provenance.queries", "surrogate.queries", "sandbox"]
+    claimed: int | Short | None
+    reported: int | Short | None
+    rule: Short
+    ok: bool
 
 
 class ReproductionRecord(Strict):
     kind: Literal["reconbench-reproduction"] = "reconbench-reproduction"
-    schema_version: Literal[1] = 1
+    schema_version: Literal[1, 2] = 2
     entry_id: Slug
     team: Slug
     payload_sha256: Sha256 = Field(description="sha256 of the RFC 8785 form of the entry's signed payload")
@@ -61,12 +92,31 @@ class ReproductionRecord(Strict):
     toolkit_version: Short
     toolkit_commit: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40}$")] | None = None
     scored_on: Short
-    run: RunInfo
+    run: RunInfo | None = Field(default=None, exclude_if=_absent, description="schema_version 1: reported by the run job")
+    reported_by_run: RunInfo | None = Field(
+        default=None, exclude_if=_absent,
+        description="what the job that ran the attack reported (its result.json); not verified by the signer")
+    run_checks: list[RunCheck] = Field(default_factory=list, max_length=8, exclude_if=_absent)
     reconstructions_sha256: Sha256
     metrics: dict[Annotated[str, StringConstraints(max_length=40)], MetricResult]
     comparisons: list[Comparison] = Field(max_length=64)
+    problems: list[Short] = Field(default_factory=list, max_length=64, exclude_if=_absent,
+                                  description="why the verdict is not-reproduced (schema_version 2)")
     verdict: Literal["reproduced", "not-reproduced"]
     created: datetime
+
+    @model_validator(mode="after")
+    def _one_run_block(self) -> "ReproductionRecord":
+        if self.schema_version == 1 and (self.run is None or self.reported_by_run is not None or self.run_checks):
+            raise ValueError("a schema_version 1 record holds the run's report under `run` (and no run_checks)")
+        if self.schema_version == 2 and (self.reported_by_run is None or self.run is not None):
+            raise ValueError("a schema_version 2 record holds the run's report under `reported_by_run`, not `run`")
+        return self
+
+    @property
+    def reported(self) -> RunInfo:
+        """What the run job reported (either schema version)."""
+        return self.reported_by_run if self.reported_by_run is not None else self.run
 
 
 class SignedRecord(Strict):

@@ -22,8 +22,8 @@ from pathlib import Path, PurePosixPath
 from reconbench import __version__
 from reconbench.attack_source import ATTACK_DIR, is_file_attack, source_problem
 from reconbench.io import sha256_file
-from reconbench.reproduction import tolerances
-from reconbench.reproduction.record import Comparison, ReproductionRecord, RunInfo
+from reconbench.reproduction import compare
+from reconbench.reproduction.record import ReproductionRecord, RunInfo
 from reconbench.results import (RECONSTRUCTIONS_FILE, RESULT_FILE, ResultError, ResultFile, git_state,
                                 load_reconstructions, payload_dict)
 from reconbench.signing import SigningError, canonical, verify_payload
@@ -78,6 +78,9 @@ def load_entry(entry_dir: Path) -> Entry:
     if attack.source_sha256 is None:
         _require_registered(folder, result, ATTACKS)
         spec = attack.name
+    elif attack.name in ATTACKS:  # a registered name runs the registered code, never a shipped source
+        raise ReproduceError(f"{folder / RESULT_FILE}: attack '{attack.name}' is registered, but the entry signs an "
+                             "attack/ source of its own: a modified attack needs a name of its own")
     else:
         source = folder / ATTACK_DIR
         problem = source_problem(source, attack.source_sha256)
@@ -139,13 +142,19 @@ def rerun(entry: Entry, out: Path, *, device: str = "cpu", max_seconds: float | 
 
 
 def _run_info(run_dir: Path) -> RunInfo:
+    """What the run job reported in its result.json (it ran contributor code: nothing here is verified)."""
     from reconbench.text.results import parse_any_result
 
     try:
-        prov = parse_any_result(run_dir / RESULT_FILE).payload.provenance
+        payload = parse_any_result(run_dir / RESULT_FILE).payload
     except ResultError as exc:
         raise ReproduceError(f"run folder: {exc}") from None
-    return RunInfo(device=prov.device, hardware=prov.hardware, wall_seconds=prov.wall_seconds, toolkit_commit=prov.git_commit)
+    prov = payload.provenance
+    surrogate = getattr(payload, "surrogate", None)
+    return RunInfo(device=prov.device, hardware=prov.hardware, wall_seconds=prov.wall_seconds,
+                   toolkit_commit=prov.git_commit, scenario=payload.scenario, queries=prov.queries,
+                   surrogate_queries=surrogate.queries if surrogate is not None else None,
+                   sandbox=getattr(prov, "sandbox", None) or "none")
 
 
 def score_run(entry: Entry, run_dir: Path, *, device: str = "cpu", weights_dir: Path | None = None) -> ReproductionRecord:
@@ -206,29 +215,15 @@ def _require_same_target(entry: Entry, pinned: str) -> None:
 
 def _record(entry: Entry, run_dir: Path, recon: Path, metrics: dict, device: str) -> ReproductionRecord:
     p = entry.result.payload
-    comparisons = [_compare(name, claim, metrics.get(name)) for name, claim in sorted(p.metrics.items())
-                   if claim.status == "computed"]
-    compared = [c for c in comparisons if c.within is not None]
-    verdict = "reproduced" if compared and all(c.within for c in compared) else "not-reproduced"
+    reported = _run_info(run_dir)
+    comparisons = compare.compare_metrics(p.metrics, metrics)
+    run_checks = compare.run_checks(p, reported)
+    problems = compare.metric_problems(comparisons) + compare.run_problems(run_checks)
     commit, _ = git_state(Path(__file__).parent)
     return ReproductionRecord(
         entry_id=p.entry_id, team=entry.team, payload_sha256=entry.payload_sha256,
         attack_source_sha256=p.attack.source_sha256, toolkit_version=__version__, toolkit_commit=commit,
-        scored_on=f"{platform.system()} {platform.machine()}, {device}", run=_run_info(run_dir),
-        reconstructions_sha256=sha256_file(recon), metrics=metrics, comparisons=comparisons, verdict=verdict,
-        created=datetime.now(timezone.utc).replace(microsecond=0),
+        scored_on=f"{platform.system()} {platform.machine()}, {device}", reported_by_run=reported, run_checks=run_checks,
+        reconstructions_sha256=sha256_file(recon), metrics=metrics, comparisons=comparisons, problems=problems,
+        verdict="not-reproduced" if problems else "reproduced", created=datetime.now(timezone.utc).replace(microsecond=0),
     )
-
-
-def _compare(name: str, claim, obtained) -> Comparison:
-    tol = tolerances.for_metric(name)
-    if obtained is None or obtained.status != "computed":
-        return Comparison(metric=name, claimed=claim.value, obtained=None, claimed_coverage=claim.coverage,
-                          tolerance=str(tol), within=None)
-    within = tol.allows(claim.value, obtained.value)
-    if claim.coverage is not None and obtained.coverage is not None:
-        within = within and tolerances.COVERAGE.allows(claim.coverage, obtained.coverage)
-    return Comparison(metric=name, claimed=claim.value, obtained=obtained.value, claimed_coverage=claim.coverage,
-                      obtained_coverage=obtained.coverage,
-                      tolerance=f"{tol}" + (f", coverage {tolerances.COVERAGE}" if claim.coverage is not None else ""),
-                      within=within)

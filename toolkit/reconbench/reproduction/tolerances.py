@@ -17,6 +17,17 @@ separate attacks on the board (e.g. digits SSIM: 0.23 MI-Face, 0.52 DeepDream, 0
   while 0.05 would let a forger paste the targets of the 4.6% of prompts Complete misses on lee-news
   over an honest run and still be "reproduced";
 - any other metric (accuracies, PRDC): 0.05 absolute.
+
+Metrics that need downloaded backbone weights (BACKBONE: FID and PRDC on Inception features, LPIPS
+on AlexNet's) may be missing from a re-run made without those weights; every other claimed metric
+must be re-computed (reproduction/compare.py).
+
+Query counts (provenance.queries, and a surrogate's stealing queries) must be EQUAL: every
+registered black-box attack spends a number of queries fixed by its configuration and |D_tar|
+(iterations x batch, the auxiliary set's size, the surrogate's query budget), never by the float
+path of the run, so another machine gives the same count; there is no slack to grant. (A
+bring-your-own attack that stops on a data-dependent criterion is held to the same rule: its count
+is part of what it claims.) The scenario must be equal too.
 """
 
 from __future__ import annotations
@@ -44,6 +55,8 @@ VALUE = {"ssim": Tolerance(0.02), "lpips": Tolerance(0.02), "psnr": Tolerance(0.
          "bleu": Tolerance(0.01), "rouge_l": Tolerance(0.01), "similarity": Tolerance(0.01), "exact_match": Tolerance(0.01)}
 DEFAULT = Tolerance(0.05)
 COVERAGE = Tolerance(0.05)
+QUERIES = Tolerance(0)
+BACKBONE = frozenset({"fid", "lpips", "prdc_precision", "prdc_recall", "prdc_density", "prdc_coverage"})
 
 
 def for_metric(name: str) -> Tolerance:

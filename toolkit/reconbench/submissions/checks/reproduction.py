@@ -5,8 +5,12 @@
   signed value: the code a reproducer re-runs is the code that was signed.
 - `reproduction.json` (written by `recon-submit reproduce --key`): schema, no duplicate keys, a
   signature by a key in the maintainers' reproducers file, and for THIS entry (entry id, team, the
-  sha256 of its signed payload, its attack source). A valid record with verdict "reproduced" lifts
-  the trust level to "reproduced"; a forged or misplaced record fails the entry.
+  sha256 of its signed payload, its attack source). A forged or misplaced record fails the entry.
+- The record is not trusted on its `verdict`: its metrics are compared with the entry's claim here,
+  within the reproduction tolerances, exactly as `reproduce` compares them (reproduction/compare.py),
+  and so are the scenario and query counts the re-run reported (schema_version 2 records). Only a
+  record with verdict "reproduced" whose own numbers agree with the claim lifts the trust level to
+  "reproduced"; one whose numbers contradict the claim is reported and lifts nothing.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import os
 from pathlib import Path
 
 from reconbench.attack_source import ATTACK_DIR, is_file_attack, source_problem
+from reconbench.reproduction import compare
 from reconbench.reproduction.record import RECORD_FILE, RecordError, read_record, reproducer_keys, verify_record
 from reconbench.reproduction.rerun import payload_sha256
 from reconbench.submissions.checks.base import Check, CheckFailed, Context
@@ -98,9 +103,18 @@ def check(ctx: Context) -> list[Check]:
             or rec.attack_source_sha256 != payload.attack.source_sha256:
         raise CheckFailed(f"{RECORD_FILE}: the record is for another entry or another version of this one "
                           f"({rec.team}/{rec.entry_id}, payload {rec.payload_sha256[:12]}…)")
-    line = ", ".join(f"{c.metric} {c.obtained:.4g}" for c in rec.comparisons if c.obtained is not None)
-    where = f"by {who} on {rec.run.device} (toolkit {rec.toolkit_commit[:10] if rec.toolkit_commit else rec.toolkit_version})"
+    comparisons = compare.compare_metrics(payload.metrics, rec.metrics)  # recomputed: the record's own list is not read
+    problems = compare.metric_problems(comparisons)
+    if rec.reported_by_run is not None:  # schema_version 2: the run's scenario and queries are part of the claim
+        problems += compare.run_problems(compare.run_checks(payload, rec.reported_by_run))
+    line = ", ".join(f"{c.metric} {c.obtained:.4g}" for c in comparisons if c.obtained is not None)
+    where = (f"by {who}, re-run on {rec.reported.device} as the run job reported it "
+             f"(scored with toolkit {rec.toolkit_commit[:10] if rec.toolkit_commit else rec.toolkit_version})")
     if rec.verdict != "reproduced":
         return checks + [Check("reproduction", "warn", f"NOT reproduced {where}: {line}")]
+    if problems:
+        return checks + [Check("reproduction", "warn", f"the record says reproduced, but its own numbers contradict "
+                                                       f"the claim, so it lifts nothing: {'; '.join(problems)}",
+                               tuple(problems))]
     ctx.reproduced = True
     return checks + [Check("reproduction", "pass", f"reproduced {where}: {line}")]
