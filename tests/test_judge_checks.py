@@ -56,7 +56,7 @@ def test_honest_study_passes(study):
     _, root, _, folder = study
     report = check_study(folder, root)
     assert report.ok, report.checks
-    assert [c[0] for c in report.checks] == ["layout", "schema", "signature", "entries", "protocol", "aggregates"]
+    assert [c[0] for c in report.checks] == ["layout", "schema", "signature", "entries", "protocol", "aggregates", "rerun"]
 
 
 def _flip_vote(p):

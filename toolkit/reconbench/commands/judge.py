@@ -106,3 +106,37 @@ def register(app: typer.Typer) -> None:
         console.print(f"\ncalls made {result.tally.done}, cached {result.tally.cached}; reported model(s): "
                       f"{', '.join(result.payload['judge']['models_reported'])}", highlight=False, markup=False)
         console.print(f"signed study: {result.path}", highlight=False, markup=False)
+
+    @app.command("judge-rerun")
+    def judge_rerun(
+        study: Path = typer.Argument(..., help="study folder, judgements/<study-id>"),
+        key: Path = typer.Option(..., help="reproducer's private key (listed in maintainers/reproducers.toml)"),
+        submissions: Path = typer.Option(Path("submissions"), help="the submissions folder the study's entries are in"),
+        reproducers: Optional[Path] = typer.Option(None, help="reproducer keys file (default maintainers/reproducers.toml)"),
+        base_url: Optional[str] = typer.Option(None, help="the maintainers' OpenAI-compatible base URL (default $OPENAI_BASE_URL)"),
+        api_key: Optional[str] = typer.Option(None, help="API key (default $OPENAI_API_KEY)"),
+        max_retries: int = typer.Option(5, help="retries of a call on 429, 5xx, timeouts"),
+        timeout: float = typer.Option(60.0, help="seconds per request"),
+        cache: Optional[Path] = typer.Option(None, help="answer cache folder for this re-run (default: a fresh one)"),
+    ) -> None:
+        """Maintainers: ask your endpoint a study's own plan again and sign judgements/<id>/rerun.json.
+
+        The site shows a study as self-reported until such a re-run agrees with it.
+        Example: recon-submit judge-rerun judgements/STUDY --key maintainer-reproducer.pem
+        """
+        from reconbench.cli import USER_ERRORS
+        from reconbench.judge.client import CallFailed, Endpoint, JudgeError
+        from reconbench.judge.rerun import RerunError, rerun_study
+        from reconbench.reproduction.record import RecordError
+
+        try:
+            endpoint = Endpoint(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
+            path, record = rerun_study(study, submissions, endpoint, key_path=key, reproducers=reproducers, cache_dir=cache)
+        except (RerunError, RecordError, JudgeError, CallFailed, *USER_ERRORS) as exc:
+            fail(str(exc))
+        for c in record.comparisons:
+            console.print(f"{c.mode} order, condition {c.condition + 1}: study {c.study:.3f}, re-run {c.rerun:.3f} "
+                          f"(±{c.tolerance:.3f}) {'ok' if c.within else 'DIFFERS'}", highlight=False, markup=False)
+        console.print(f"{'agrees' if record.agrees else 'does NOT agree'}; signed re-run: {path}", highlight=False, markup=False)
+        if not record.agrees:
+            raise typer.Exit(1)

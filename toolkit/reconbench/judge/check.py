@@ -11,8 +11,15 @@
                  (recomputed when the target set is available here)
     6 aggregates recomputed from the per-target votes
 
+    7 rerun      (when judgements/<study-id>/rerun.json is there) a maintainer's re-run of the study's own
+                 plan with the maintainers' endpoint (judge/rerun.py): signed by a listed reproducer key,
+                 for this very payload; its Pred Rates compared with the study's here
+
 Trust decision: only keys a registered team lists in its team.toml can sign a study; maintainers sign
-theirs with a key of their team (reconbench-baselines). A study that fails is not published.
+theirs with a key of their team (reconbench-baselines). A study that fails is not published. A study
+that passes is still its signer's claim (the answers came from an endpoint only the signer saw; a
+re-signed study with other votes is just as consistent): the site shows it as self-reported unless a
+maintainer's re-run agrees with it (judge/rerun.py).
 """
 
 from __future__ import annotations
@@ -30,9 +37,12 @@ from reconbench.judge.aggregate import aggregates
 from reconbench.judge.order import candidate_order
 from reconbench.judge.prompt import build_prompt, parse_answer
 from reconbench.judge.selection import exact_mse, sample_targets
+from reconbench.judge.rerun_record import RERUN_FILE, RerunError, verify_rerun
 from reconbench.judge.study import StudyError, StudyFile, read_study
 
-ALLOWED = {STUDY_FILE, "README.md"}
+REPRODUCERS: Path | None = None  # else RECONBENCH_REPRODUCERS, else maintainers/reproducers.toml of the checkout
+
+ALLOWED = {STUDY_FILE, "README.md", RERUN_FILE}
 MSE_TOL = 1e-9  # recorded vs recomputed MSE of a candidate (float64 of uint8 pixels: exact to ~1e-16)
 
 
@@ -43,6 +53,7 @@ class StudyReport:
     ok: bool
     checks: list[tuple[str, str, str]] = field(default_factory=list)  # (name, pass|fail|note, message)
     study: StudyFile | None = None
+    rerun: dict | None = None  # a maintainer's verified re-run (judge/rerun.verify_rerun); None: self-reported
 
     def to_dict(self) -> dict:
         return {"study_id": self.study_id, "path": str(self.path), "ok": self.ok,
@@ -65,7 +76,8 @@ def _layout(folder: Path) -> Path:
         raise Failed(f"{folder}: a study is a folder judgements/<study-id>/ (not a file or a link)")
     for e in os.scandir(folder):
         if e.name not in ALLOWED:
-            raise Failed(f"{folder / e.name}: unexpected file (a study folder holds {STUDY_FILE} and an optional README.md)")
+            raise Failed(f"{folder / e.name}: unexpected file (a study folder holds {STUDY_FILE}, an optional README.md "
+                         f"and a maintainer's {RERUN_FILE})")
         if e.is_symlink() or not e.is_file(follow_symlinks=False):
             raise Failed(f"{folder / e.name}: not a regular file")
     path = folder / STUDY_FILE
@@ -214,6 +226,22 @@ def _aggregates(study: StudyFile, raw: dict, path: Path) -> None:
             raise Failed(f"{path}: the {mode}-order aggregates differ from those recomputed from the votes")
 
 
+def _rerun(folder: Path, raw: dict, report: StudyReport) -> dict | None:
+    path = folder / RERUN_FILE
+    if not os.path.lexists(path):
+        report.checks.append(("rerun", "note", "self-reported: no maintainer has re-run this study"))
+        return None
+    try:
+        rerun = verify_rerun(path, raw, raw["aggregates"], REPRODUCERS)
+    except RerunError as exc:
+        raise Failed(str(exc)) from None
+    worst = max(rerun["comparisons"], key=lambda c: abs(c.study - c.rerun))
+    report.checks.append(("rerun", "pass" if rerun["agrees"] else "note",
+                          f"re-run by {rerun['by']}: Pred Rates {'agree' if rerun['agrees'] else 'DISAGREE'} (largest "
+                          f"difference {abs(worst.study - worst.rerun):.3f}, tolerance {worst.tolerance:.3f})"))
+    return rerun
+
+
 def check_study(folder: Path, submissions: Path) -> StudyReport:
     folder = Path(folder)
     report = StudyReport(study_id=folder.name, path=folder, ok=False)
@@ -235,6 +263,7 @@ def check_study(folder: Path, submissions: Path) -> StudyReport:
         report.checks.append(("protocol", "pass", "; ".join(notes) or "prompt, targets, orders, votes, candidates"))
         _aggregates(study, raw, path)
         report.checks.append(("aggregates", "pass", "recomputed from the votes"))
+        report.rerun = _rerun(folder, raw, report)
         report.ok = True
     except Failed as exc:
         report.checks.append(("study", "fail", str(exc)))

@@ -1,7 +1,8 @@
 """Site pages of the judge studies (judgements/<study-id>/study.json): an index and a page per study.
 
 Only studies that pass `reconbench.judge.check` are published; the others are listed as failed with
-the reason. A study page: who judged (the model as the endpoint reported it), the prompt, the
+the reason. A published study is shown as self-reported (the signer's claim) unless a maintainer's
+re-run of it agrees (reconbench.judge.rerun), and says which on its page and in the index. A study page: who judged (the model as the endpoint reported it), the prompt, the
 aggregates table per order mode, a Plotly bar chart of Pred Rate per condition, the position-bias
 chart, and a gallery of the first targets with their candidates and the votes each got.
 Everything contributor-controlled goes through the autoescaped templates (pages.py).
@@ -117,7 +118,7 @@ def build_judgements(pages, files: dict, folder: Path, submissions: Path) -> lis
         shown = gallery(p, recs, images)
         for g in shown:
             files[g["file"]] = g["png"]
-        pages.page(study_page(p.study_id), "judgement.md.j2", study=p, names=names, checks=r.checks,
+        pages.page(study_page(p.study_id), "judgement.md.j2", study=p, names=names, checks=r.checks, rerun=r.rerun,
                    entry_pages=[entry_page(c.team, c.entry_id) for c in p.conditions], gallery=shown,
                    MODE_TITLE=MODE_TITLE,
                    pred_chart=Markup(charts.chart_html(pred_rate_figure(p, names), f"chart-judge-pred-{p.study_id}")),
@@ -125,7 +126,7 @@ def build_judgements(pages, files: dict, folder: Path, submissions: Path) -> lis
         # The nav title is built from slugs only: MkDocs themes print nav titles as HTML, unescaped,
         # so the contributor's free-text title stays inside the autoescaped page body.
         nav.append((" vs ".join(c.attack for c in p.conditions) + f" ({p.study_id[-8:]})", study_page(p.study_id)))
-        published.append(dict(study=p, names=names, page=study_page(p.study_id)))
+        published.append(dict(study=p, names=names, page=study_page(p.study_id), rerun=r.rerun))
     failed = [dict(study_id=r.study_id, reason=r.checks[-1][2] if r.checks else "") for r in reports if not r.ok]
     pages.page(INDEX, "judgements_index.md.j2", studies=published, failed=failed)
     return nav

@@ -69,6 +69,8 @@ def git_first_added(root: Path) -> dict[Path, tuple[int, int]]:
             continue
         if len(rel.parts) >= 3:  # <team>/<entry>/<file>
             first.setdefault(root / rel.parts[0] / rel.parts[1], (index, when))
+        if len(rel.parts) >= 2:  # <team>/<file>: when the team (its team.toml or first entry) arrived
+            first.setdefault(root / rel.parts[0], (index, when))
     return first
 
 
@@ -85,6 +87,7 @@ class Board:
         self._entries = 0
         self._git: dict[Path, tuple[int, int]] = {}
         self._spaces: dict[Path, object] = {}
+        self._teams: dict[str, Team] = {}
 
     def _team(self, folder: Path, cache: dict[Path, Team | None]) -> Team | None:
         if folder not in cache:
@@ -106,6 +109,8 @@ class Board:
                     team = self._team(folder, teams)
                     for key in team.keys if team else ():
                         self._keys[key].add(team.slug)
+                    if team is not None:
+                        self._teams[team.slug] = team
         self._git = git_first_added(self.root)
         for entry in discover_entries(self.root):
             file = entry / RESULT_FILE
@@ -151,6 +156,23 @@ class Board:
             return datetime.fromtimestamp(self._git[entry][1], timezone.utc).date()
         info = self._info.get(entry)
         return info["finished"].date() if info else today
+
+    def teams(self) -> dict[str, Team]:
+        """Every team folder under the root whose team.toml parses, by slug."""
+        self._build()
+        return dict(self._teams)
+
+    def team_arrival(self, slug: str) -> tuple:
+        """Sort key of a team, earlier first, as for entries (module docstring): the topological position
+        of the first commit that added a file of it; without history, its earliest entry's finish time,
+        then its slug."""
+        self._build()
+        folder = self.root / slug
+        if folder in self._git:
+            return (0, self._git[folder][0], _NEVER, slug)
+        entries = [self.arrival(e) for e, i in self._info.items() if i["team"] == slug]
+        earliest = min(entries) if entries else (1, 0, _NEVER, "")
+        return (1, 0, earliest[2], slug)
 
     def how_first(self, entry: Path) -> str:
         self._build()

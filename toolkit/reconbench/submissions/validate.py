@@ -1,7 +1,7 @@
 """The validator: every check, in order, for each entry; the entry stops at its first failure.
 
-    1 structure  2 schema  3 signature  4 registry  5 reconstructions  6 rescore  7 copies  8 nearcopies
-    9 duplicates  10 reproduction (the shipped attack source; a reproducer's signed record lifts trust
+    1 structure  2 schema  3 identity (the team's slug and name look like no other's)  4 signature
+    5 registry  6 reconstructions  7 rescore  8 copies  9 nearcopies  10 duplicates  11 reproduction (the shipped attack source; a reproducer's signed record lifts trust
     to "reproduced")
 A text entry (payload.modality "text") runs the text versions of 4-8 (checks/text_entry.py,
 checks/text_scores.py; the copy rule is submissions/textcopy.py).
@@ -31,6 +31,7 @@ from reconbench.submissions.board import Board
 from reconbench.submissions.checks import (
     copies,
     duplicates,
+    identity,
     nearcopies,
     reconstructions,
     registry,
@@ -50,6 +51,7 @@ from reconbench.submissions.team import Team
 STAGES: list[tuple[str, Callable[[Context], list[Check]]]] = [
     ("structure", structure.check),
     ("schema", schema.check),
+    ("identity", identity.check),
     ("signature", signature.check),
     ("registry", registry.check),
     ("reconstructions", reconstructions.check),
@@ -59,7 +61,7 @@ STAGES: list[tuple[str, Callable[[Context], list[Check]]]] = [
     ("duplicates", duplicates.check),
     ("reproduction", reproduction.check),
 ]
-TEAM_STAGES = STAGES[:2]  # a team folder without entries: its layout and its team.toml
+TEAM_STAGES = STAGES[:3]  # a team folder without entries: its layout, its team.toml, its identity
 # A text entry (payload.modality "text") runs these in place of the image stages of the same name.
 TEXT_STAGES: dict[str, Callable[[Context], list[Check]]] = {
     "registry": text_entry.registry,

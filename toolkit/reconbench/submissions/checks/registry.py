@@ -8,6 +8,9 @@
 - the attack fits the scenario:
   * a registered attack name must carry the registered family and code reference, and one of its
     declared cells must be allowed by the scenario (knowledge.check_attack_fits, as evaluate does);
+    a registered name runs the registered code, so such an entry signs no attack/ source of its own
+    (one that does is refused rather than relabelled: the payload signs the registered name, and the
+    board would otherwise show modified code under it);
   * a surrogate entry (a white-box attack run on a model stolen through a static black-box cell)
     runs a registered attack, records the cell's white-box twin as the attack's view, and a
     surrogate that the toolkit's route can produce (method, the track's architecture, its options);
@@ -28,6 +31,16 @@ from reconbench.submissions.checks.base import Check, CheckFailed, Context
 from reconbench.tracks import TrackError, get_track
 
 USER_CODE = re.compile(r"[\w.-]+\.py:[A-Za-z_]\w*")
+
+
+def registered_with_source(attack, cls) -> str:
+    """A registered name runs the registered code (the toolkit's, at its version): an entry that names a
+    registered attack and also signs an attack/ source of its own is refused. (evaluate never writes one:
+    a file attack may not take a built-in name, reconbench.attacks.checks.)"""
+    return (f"attack name '{attack.name}' is registered: it runs the toolkit's code ({cls.code_reference()}, "
+            f"version {cls.version}), but this entry also signs an attack/ source of its own "
+            f"({attack.source_sha256[:12]}…), which would be shown and re-run as '{attack.name}'; "
+            "a modified or own attack needs a name of its own")
 
 
 def _surrogate_problem(track, surrogate) -> str | None:
@@ -62,6 +75,8 @@ def _attack_problem(ctx: Context, scenario: Scenario, track) -> str | None:
     if attack.code != cls.code_reference():
         return (f"attack name '{attack.name}' is registered to {cls.code_reference()}, but this entry ran "
                 f"'{attack.code}': a user's own attack needs a name of its own")
+    if attack.source_sha256 is not None:
+        return registered_with_source(attack, cls)
     if attack.family != cls.family:
         return f"attack '{attack.name}' is of family '{cls.family}', the entry says '{attack.family}'"
     if surrogate is not None:  # a white-box attack run on a model stolen through the black-box cell

@@ -36,6 +36,10 @@ def _attack_problem(payload, scenario: Scenario) -> str | None:
                 f"{', '.join(sorted(TEXT_ATTACKS))} only)")
     if attack.code != cls.code_reference():
         return f"attack name '{attack.name}' is registered to {cls.code_reference()}, but this entry ran '{attack.code}'"
+    if getattr(attack, "source_sha256", None) is not None:
+        from reconbench.submissions.checks.registry import registered_with_source
+
+        return registered_with_source(attack, cls)
     if attack.family != cls.family:
         return f"attack '{attack.name}' is of family '{cls.family}', the entry says '{attack.family}'"
     if payload.role != cls.role:
