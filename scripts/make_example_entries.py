@@ -6,6 +6,8 @@ gets one entry per registered text attack (Complete, Vec2Text) the same way.
     .venv/bin/python scripts/make_example_entries.py            # every applicable attack not yet there
     .venv/bin/python scripts/make_example_entries.py --attack mi-face --force
     .venv/bin/python scripts/make_example_entries.py --track lee-news
+    .venv/bin/python scripts/make_example_entries.py --track fashion-n100 --attack revealer --budget quick \
+        --set gan_width_div=4 --set gan_epochs=20     # a budget between the presets (recorded in the entry)
 
 The team's private key lives outside the repository (default
 ~/.config/reconbench/keys/reconbench-baselines.pem, created on first use; RECONBENCH_HOME moves it);
@@ -18,12 +20,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
 from reconbench.attacks import ATTACKS, AttackError
+from reconbench.cli import parse_overrides
 from reconbench.evaluation import choose_scenario, evaluate
 from reconbench.results import RESULT_FILE, ResultError
 from reconbench.text.results import parse_any_result as parse_result_json  # image or text entries
@@ -111,7 +115,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--force", action="store_true", help="add an entry even if the attack is already there")
     parser.add_argument("--budget", default="default", help="budget preset (quick, default, paper) for every attack run")
+    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                        help="attack option on top of --budget, as recon-submit evaluate --set (repeatable)")
     parser.add_argument("--surrogate", default=None, help="run the attacks through a stolen surrogate (dfme, aux)")
+    parser.add_argument("--scenario", default=None, help="this cell instead of each attack's first one on the track")
     parser.add_argument("--replace", action="store_true",
                         help="after a new entry validates, remove this team's older entries of the same attack and scenario")
     args = parser.parse_args(argv)
@@ -120,12 +127,16 @@ def main(argv: list[str] | None = None) -> int:
     if not key.exists():
         _, public = generate_key(key)
         print(f"created the {TEAM} key: {key} (public {public}); keep it out of the repository")
+    overrides = parse_overrides(args.sets)
     cells = applicable(args.track)
+    if args.scenario and not args.surrogate:
+        track = get_track(args.track)
+        cells = {n: str(choose_scenario(track, ATTACKS[n], args.scenario)) for n in (args.attack or cells)}
     if args.surrogate:  # the surrogate route runs in a black-box cell (reconbench.surrogate.route)
         from reconbench.surrogate import route
 
         track = get_track(args.track)
-        cells = {n: str(route.choose_cell(track, ATTACKS[n], None, args.surrogate)) for n in (args.attack or cells)}
+        cells = {n: str(route.choose_cell(track, ATTACKS[n], args.scenario, args.surrogate)) for n in (args.attack or cells)}
     names = args.attack or sorted(cells)
     done = set() if args.force else existing(args.root, args.track)
     entries = []
@@ -141,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
                    f"--seed {args.seed} --device {args.device} --budget {args.budget}")
         if args.surrogate:
             command += f" --surrogate {args.surrogate}"
+        command += "".join(f" --set {shlex.quote(item)}" for item in args.sets)
         older = sorted(existing_entries(args.root, args.track, name, cells[name])) if args.replace else []
         print(f"running: {command}", flush=True)
         with tempfile.TemporaryDirectory() as tmp:
@@ -153,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 out = evaluate(track_id=args.track, attack_spec=name, scenario=cells[name], seed=args.seed,
                                device=args.device, out=Path(tmp) / "result", key_path=key, command=command,
-                               budget=args.budget, surrogate=args.surrogate)
+                               budget=args.budget, surrogate=args.surrogate, config=overrides or None)
             (out.folder / README_FILE).write_text(readme(out.result.payload, command), encoding="utf-8")
             sub = submit_result(out.folder, TEAM, root=args.root, key_path=key, team_name=TEAM_NAME)
         print(f"  -> {sub.entry}" + (" (team created)" if sub.team_created else ""))

@@ -57,7 +57,8 @@ UPDATE_SEED = 20190403  # any fixed value (this one: Updates-Leak's arXiv month,
 # published entries were made against the update it gives
 # DLG (Zhu et al., NeurIPS'19) reconstructs a batch from its gradient and reports batches of up
 # to 8 images. We observe the update in batches of 4, a small local batch within that range:
-# 100 update images -> 25 observed gradients.
+# 100 update images -> 25 observed gradients. A track may set its own (Track.gradient_batch_size:
+# the Fashion-MNIST update tracks observe their whole update of 1, 8 or 64 images as one batch).
 GRADIENT_BATCH_SIZE = 4
 
 
@@ -149,8 +150,9 @@ def update_view(scenario: Scenario, track: Track, splits: TrackSplits, target_mo
     if len(splits.update) != track.update_size:
         raise KnowledgeError(f"track '{track.id}': the update set has {len(splits.update)} images, the registry says {track.update_size}")
     if scenario.access == "white-box":
+        batch = track.gradient_batch_size or GRADIENT_BATCH_SIZE
         return {"model_before": white_box,  # already a private copy of the target, in eval mode
-                "update_gradients": observed_gradients(target_model, splits.update, device=device)}
+                "update_gradients": observed_gradients(target_model, splits.update, batch_size=batch, device=device)}
     after = fine_tune(target_model, splits.update, device=device)
     shape = tuple(track.input_shape)
     return {"query_before": LinkedQueryFunction(copy.deepcopy(target_model), query, shape, device),

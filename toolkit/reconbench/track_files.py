@@ -55,6 +55,10 @@ def load_splits(track: Track, parts: Collection[str] | None = None) -> TrackSpli
         from reconbench.data.digits import binary_digits_splits
 
         splits = binary_digits_splits()
+    elif track.dataset.startswith("fashion-mnist"):
+        from reconbench.data.fashion_splits import fashion_splits
+
+        splits = fashion_splits(track.dataset, track.train_size, track.update_size)
     else:
         raise TrackError(f"track '{track.id}': no loader for dataset '{track.dataset}'")
     if splits.target is not None:

@@ -21,6 +21,8 @@ from reconbench.scenario import DEFAULT_QUERY_BUDGET, Scenario
 
 REGISTRY_ENV = "RECONBENCH_REGISTRY"  # a registry file to use instead of the packaged one
 ZOO_FILE = "zoo.json"  # beside tracks.json: the target-model zoo grid (reconbench.zoo.grid)
+FASHION_FILE = "fashion.json"  # beside tracks.json: the Fashion-MNIST tracks (reconbench.models.fashion_registry)
+GENERATED_FILES = (FASHION_FILE, ZOO_FILE)  # generated registry files, merged after tracks.json in this order
 
 
 class TrackError(Exception):
@@ -85,6 +87,9 @@ class Track(BaseModel):
     num_classes: int
     train_size: int
     update_size: int | None = None
+    gradient_batch_size: int | None = Field(
+        None, ge=1, description="dynamic white-box cells: images per observed gradient (None: "
+                                "reconbench.dynamic.GRADIENT_BATCH_SIZE); the update set is cut into batches of it")
     status: Literal["embedded", "published", "unpublished"]
     source: EmbeddedSource | HubSource | None = None
     target_model_sha256: str | None = None
@@ -162,15 +167,22 @@ def read_registry_file(path: str, mtime: float, schema: type[BaseModel] | None =
 def load_registry() -> Registry:
     path = registry_path()
     registry = read_registry_file(str(path), path.stat().st_mtime if path.exists() else 0.0)
-    zoo = path.with_name(ZOO_FILE)
-    if os.environ.get(REGISTRY_ENV) or not zoo.exists():  # an override file is the whole registry
+    if os.environ.get(REGISTRY_ENV):  # an override file is the whole registry
         return registry
-    # The packaged registry = tracks.json + the generated target-model zoo grid (registry/zoo.json).
-    grid = read_registry_file(str(zoo), zoo.stat().st_mtime)
-    clash = {t.id for t in registry.tracks} & {t.id for t in grid.tracks}
-    if clash:
-        raise TrackError(f"{zoo}: track id(s) also in {path.name}: {', '.join(sorted(clash))}")
-    return Registry(schema_version=1, tracks=registry.tracks + grid.tracks)
+    # The packaged registry = tracks.json + the generated files beside it (Fashion-MNIST, the zoo grid).
+    tracks, seen = list(registry.tracks), {path.name: {t.id for t in registry.tracks}}
+    for name in GENERATED_FILES:
+        extra = path.with_name(name)
+        if not extra.exists():
+            continue
+        part = read_registry_file(str(extra), extra.stat().st_mtime)
+        ids = {t.id for t in part.tracks}
+        for other, other_ids in seen.items():
+            if ids & other_ids:
+                raise TrackError(f"{extra}: track id(s) also in {other}: {', '.join(sorted(ids & other_ids))}")
+        seen[name] = ids
+        tracks += part.tracks
+    return Registry(schema_version=1, tracks=tracks)
 
 
 def all_tracks() -> list[Track]:

@@ -49,6 +49,7 @@ class KEDMI(Attack):
     scenarios = ("static/white-box/same", "static/white-box/similar")
     class Options(AttackOptions):
         gan_epochs: int = Field(120, ge=1, description="epochs of the K+1 GAN (config/celeba.json epochs)")
+        gan_width_div: int = Field(1, ge=1, description="divide every GAN channel count by this (1: the official widths; e.g. 4 for 32x32 on a CPU, 1/16 the cost)")
         gan_batch_size: int = Field(64, ge=1, description="GAN batch (config/celeba.json batch_size)")
         gan_lr: float = Field(2e-4, gt=0, description="Adam lr of G and D, betas (0.5, 0.999) (k+1_gan.py l.105-106)")
         n_critic: int = Field(5, ge=1, description="a G step every n_critic D steps (config/celeba.json)")
@@ -64,7 +65,7 @@ class KEDMI(Attack):
 
     def run(self, knowledge: Knowledge, *, seed: int, progress: Progress) -> Reconstruction:
         cfg = self.config
-        arch = architecture_for(knowledge.input_shape)
+        arch = architecture_for(knowledge.input_shape, int(cfg["gan_width_div"]))
         images = aux_images(knowledge, cfg["gan_batch_size"])  # three drop-last loaders need a full batch
         T, K = knowledge.model, knowledge.num_classes
         training = {k: cfg[k] for k in ("gan_epochs", "gan_batch_size", "gan_lr", "n_critic", "entropy_weight")}

@@ -50,6 +50,7 @@ class PLGMI(Attack):
     scenarios = ("static/white-box/same", "static/white-box/similar")
     class Options(AttackOptions):
         top_n: int = Field(30, ge=1, description="aux images kept per class by the target's confidence (README --top_n 30)")
+        gan_width_div: int = Field(1, ge=1, description="divide every GAN channel count by this (1: the official widths; e.g. 4 for 32x32 on a CPU, 1/16 the cost)")
         gan_iterations: int = Field(600, ge=1, description="cGAN iterations (1 G + n_dis D steps); official 30,000 (--max_iteration, paper preset), scaled for 8x8 on a CPU")
         gan_batch_size: int = Field(64, ge=1, description="cGAN batch (--batch_size)")
         gan_lr: float = Field(2e-4, gt=0, description="Adam lr of G and D (--lr)")
@@ -67,7 +68,7 @@ class PLGMI(Attack):
 
     def run(self, knowledge: Knowledge, *, seed: int, progress: Progress) -> Reconstruction:
         cfg = self.config
-        arch = architecture_for(knowledge.input_shape)
+        arch = architecture_for(knowledge.input_shape, int(cfg["gan_width_div"]))
         images = aux_images(knowledge, 1)
         T, K = knowledge.model, knowledge.num_classes
         with torch.no_grad():

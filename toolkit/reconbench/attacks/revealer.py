@@ -40,6 +40,7 @@ class Revealer(Attack):
     class Options(AttackOptions):
         # GAN prior: Celeba/celeba.json "GAN" block and train_gan.py
         gan_epochs: int = Field(280, ge=1, description="WGAN-GP epochs over the aux images (celeba.json epochs)")
+        gan_width_div: int = Field(1, ge=1, description="divide every GAN channel count by this (1: the official widths; e.g. 4 for 32x32 on a CPU, 1/16 the cost)")
         gan_batch_size: int = Field(64, ge=1, description="GAN batch (celeba.json batch_size)")
         gan_lr: float = Field(2e-4, gt=0, description="Adam lr of G and D, betas (0.5, 0.999) (celeba.json, train_gan.py l.74-75)")
         n_critic: int = Field(5, ge=1, description="a G step every n_critic critic steps (celeba.json)")
@@ -63,7 +64,7 @@ class Revealer(Attack):
 
     def run(self, knowledge: Knowledge, *, seed: int, progress: Progress) -> Reconstruction:
         cfg = self.config
-        arch = architecture_for(knowledge.input_shape)
+        arch = architecture_for(knowledge.input_shape, int(cfg["gan_width_div"]))
         images = aux_images(knowledge, 1)
         training = {k: cfg[k] for k in ("gan_epochs", "gan_batch_size", "gan_lr", "n_critic", "gp_weight")}
         spec = {"prior": "gmi-wgan-gp", "architecture": arch.describe(), "training": training,

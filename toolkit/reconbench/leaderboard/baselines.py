@@ -4,6 +4,10 @@ Per track and per (training type, data access) of its scenarios, the scores of:
 - "aux images as they are": the auxiliary images returned as reconstructions (scenarios with
   auxiliary data; the same-distribution or similar-distribution set, as the scenario hands it);
 - "per-class aux mean": each reconstruction is the mean auxiliary image of its class;
+Unlabelled auxiliary data (labels -1: a similar-distribution set whose classes are none of the
+target's, as fashion-split5's) is labelled by the target model's predicted class first, as an
+attacker with query access would (PLG-MI's pseudo-labels, top-1 instead of top-n), so both aux
+baselines stay defined there;
 - "uniform noise": seeded uniform uint8 pixels, labels cycling through the classes (every scenario).
 Each baseline returns exactly |D_tar| images (the first |D_tar| auxiliary images, which are already
 a seeded random order of the dataset; the size rule of SoK §4.3) and is scored by
@@ -104,6 +108,8 @@ def track_baselines(track) -> list[dict]:
             aux = None if data is None else (splits.aux_same if data == "same" else splits.aux_similar)
             if data is not None and aux is None:
                 continue
+            if aux is not None and (aux.labels < 0).any():
+                aux = pseudo_labelled(track, aux)
             key = "-".join([f"v{VERSION}", kind, tsha[:32]] + ([_sha(aux.images, aux.labels)[:16]] if aux is not None else []))
 
             def compute(kind=kind, aux=aux):
@@ -115,6 +121,19 @@ def track_baselines(track) -> list[dict]:
             rows.append(dict(kind=kind, label=label, training=training, data=data or "any",
                              cell=f"{training}/*/{data or '*'}", metrics=metrics))
     return rows
+
+
+def pseudo_labelled(track, aux):
+    """The aux set labelled by the target model's top-1 prediction (for unlabelled aux data)."""
+    import torch
+
+    from reconbench.data.arrays import ArraySet
+    from reconbench.track_files import load_target_model
+
+    model = load_target_model(track)
+    with torch.no_grad():
+        predicted = torch.cat([model(aux.as_float()[i:i + 1024]).argmax(1) for i in range(0, len(aux), 1024)])
+    return ArraySet(aux.images, predicted.numpy().astype(np.int64))
 
 
 def all_baselines(tracks) -> dict[str, list[dict]]:

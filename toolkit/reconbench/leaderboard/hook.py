@@ -27,7 +27,7 @@ log = logging.getLogger("mkdocs.hooks.reconbench")  # under "mkdocs": warnings f
 
 PLOTLY_JS = "assets/javascripts/plotly.min.js"
 NAV_SECTIONS = {"leaderboards/index.md": "leaderboards", "attacks/index.md": "attacks",
-                "judgements/index.md": "judgements", "matrix/index.md": "matrix"}
+                "judgements/index.md": "judgements", "matrix/index.md": "matrix", "tracks/index.md": "tracks"}
 
 _bundle: SiteBundle | None = None
 
@@ -50,6 +50,10 @@ def on_config(config):
     from reconbench.leaderboard.judgements import add_to_bundle  # judge studies (reconbench.judge)
 
     add_to_bundle(_bundle, root)
+    from reconbench.leaderboard import findings, track_cards  # model cards; the SoK findings page
+
+    track_cards.add_to_bundle(_bundle)
+    findings.add_to_bundle(_bundle)
     phases = ", ".join(f"{k} {v:.2f} s" for k, v in _bundle.timings.items() if k != "total")
     log.info("reconbench: %d entries from %s (re-score %s) in %.2f s (%s)", len(_bundle.frame), root,
              "on" if rescore else "off", time.perf_counter() - start, phases)

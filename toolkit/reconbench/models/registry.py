@@ -12,6 +12,7 @@ from torch import nn
 
 from reconbench.io import FileFormatError, atomic_path
 from reconbench.models.eval_cnn import EvalCNN
+from reconbench.models.gmi_mnist import MCNN, SCNN
 from reconbench.models.small import HomogeneousMLP, SmallCNN
 from reconbench.models.vgg import VGG16
 
@@ -29,6 +30,8 @@ ARCHITECTURES: dict[str, Callable[..., nn.Module]] = {
     "vgg16": VGG16,  # the SoK's main target (target-model zoo)
     "resnet18": ResNet18,
     "eval-cnn": EvalCNN,  # evaluation classifier of the digits tracks (acc_top1/5, knn_dist)
+    "mcnn": MCNN,  # GMI's MNIST target (the Fashion-MNIST tracks)
+    "scnn": SCNN,  # GMI's MNIST evaluation classifier (the Fashion-MNIST tracks' E)
 }
 
 

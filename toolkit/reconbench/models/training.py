@@ -17,6 +17,7 @@ class TrainConfig:
     lr: float = 1e-3
     weight_decay: float = 0.0
     seed: int = 0
+    freeze_bn: bool = False  # BatchNorm keeps its initial statistics and affine parameters (SoK Table 7's "fixed")
 
 
 def accuracy(model: nn.Module, data: ArraySet, device: str | torch.device = "cpu") -> float:
@@ -32,7 +33,11 @@ def train_classifier(model: nn.Module, data: ArraySet, config: TrainConfig, devi
     generator = torch.Generator().manual_seed(config.seed)
     x, y = data.as_float(device), torch.from_numpy(data.labels).to(device)
     model.to(device).train()
-    opt = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    if config.freeze_bn:
+        for bn in (m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)):
+            bn.eval().requires_grad_(False)  # normalise with the initial statistics (0, 1), never update them
+    opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=config.lr,
+                           weight_decay=config.weight_decay)
     for _ in range(config.epochs):
         order = torch.randperm(len(data), generator=generator).to(device)
         for start in range(0, len(data), config.batch_size):

@@ -1,0 +1,94 @@
+"""The Fashion-MNIST tracks: registry rows generated from the shipped weights, a bit-for-bit rebuild,
+the similar cell's class split, the dynamic cells' batch sizes, and an offline evaluation."""
+
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from reconbench.cli import app
+from reconbench.knowledge import build_knowledge
+from reconbench.models.fashion_registry import ROWS, registry_file, report_from_files, row
+from reconbench.models.fashion_targets import build
+from reconbench.models.training import accuracy
+from reconbench.scenario import Scenario
+from reconbench.track_files import load_holdout, load_splits, load_target_model
+from reconbench.tracks import get_track
+
+PUBLISHED = [spec for spec in ROWS if not spec.planned_size]
+
+
+def test_registry_rows_are_the_generated_ones_for_the_shipped_files():
+    shipped = json.loads(registry_file().read_text())["tracks"]
+    assert [t["id"] for t in shipped] == [spec.id for spec in ROWS]  # every row: nothing left out for want of weights
+    report = report_from_files()
+    for spec, pinned in zip(ROWS, shipped):
+        pinned = {k: v for k, v in pinned.items() if k != "near_copy"}
+        assert row(spec, report) == pinned, spec.id
+    # the targets fit their training sets (the BatchNorm-frozen one to 99%) with a gap to the test split
+    for spec in PUBLISHED:
+        track = get_track(spec.id)
+        assert track.train_accuracy >= 0.99 and track.test_accuracy < track.train_accuracy - 0.05, spec.id
+
+
+@pytest.mark.slow
+def test_a_shipped_target_rebuilds_bit_for_bit(tmp_path):
+    """The recipe (python -m reconbench.models.fashion_targets) writes the pinned bytes again."""
+    got = build("mcnn-n100", tmp_path)
+    assert got["sha256"] == get_track("fashion-n100").target_model_sha256
+
+
+def test_the_similar_cell_never_shows_a_private_class():
+    """GMI's MNIST convention: the aux of the similar cell holds only the five public classes."""
+    track = get_track("fashion-split5-n500")
+    k = build_knowledge(track, Scenario.parse("static/white-box/similar"))
+    splits = load_splits(track)
+    aux = k.aux_data
+    assert len(aux) == 2500 and set(aux.labels) == {-1}
+    private = {img.tobytes() for img in np.concatenate([splits.target.images, splits.aux_same.images,
+                                                        splits.test.images, splits.holdout.images])}
+    assert not private & {img.tobytes() for img in aux.images}
+    same = build_knowledge(track, Scenario.parse("static/white-box/same")).aux_data
+    assert np.bincount(same.labels).tolist() == [500] * 5
+
+
+@pytest.mark.parametrize("k", [1, 8, 64])
+def test_dynamic_cells_observe_the_whole_update_as_one_batch(k):
+    track = get_track(f"fashion-n1000-u{k}")
+    view = build_knowledge(track, Scenario.parse("dynamic/white-box/none"))
+    grads = view.extra("update_gradients")
+    assert grads.batch_sizes == (k,) and track.target_size(Scenario.parse("dynamic/white-box/none")) == k
+    holdout = load_holdout(track, dynamic=True)
+    assert sorted(holdout.labels) == sorted(load_splits(track).update.labels)
+    assert track.target_model_sha256 == get_track("fashion-n1000").target_model_sha256
+
+
+def test_holdouts_match_the_target_sets_and_judge_like_them():
+    """Same size and classes as D_tar; the target fits its own set (100%) but not the holdout, and
+    the evaluation classifier, which saw neither, judges both alike."""
+    for spec in PUBLISHED:
+        track = get_track(spec.id)
+        splits = load_splits(track)
+        for dynamic in (False, True) if track.update_size else (False,):
+            members, holdout = splits.members(dynamic), load_holdout(track, dynamic)
+            assert sorted(members.labels) == sorted(holdout.labels), spec.id
+        judged = track.evaluation_model.accuracy
+        p, n = (judged["target"] + judged["holdout"]) / 2, len(splits.target)
+        assert abs(judged["target"] - judged["holdout"]) < 3 * (2 * p * (1 - p) / n) ** 0.5, (spec.id, judged)
+    model = load_target_model(get_track("fashion-n1000"))
+    splits = load_splits(get_track("fashion-n1000"))
+    assert accuracy(model, splits.target) == 1.0 > accuracy(model, splits.holdout)
+
+
+def test_evaluate_runs_offline_on_a_fashion_track(tmp_path, signing_key, monkeypatch):
+    """The done-when check of issue 22: `recon-submit evaluate --track fashion-n100` with the Hub
+    offline (conftest) and the Debian package as the data source."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["evaluate", "--track", "fashion-n100", "--attack", "mi-face", "--budget", "quick",
+                                      "--key", str(signing_key), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    payload = json.loads((out / "result.json").read_text())["payload"]
+    assert payload["track"] == "fashion-n100" and payload["reconstructions"]["shape"] == [1, 32, 32]
+    assert payload["reconstructions"]["count"] == 100 and "acc_top1" in payload["metrics"]

@@ -1,0 +1,97 @@
+"""The SoK findings page's verdicts: computed from entries by each claim's rule, never typed.
+
+Frames here are built by hand with the board's columns (the page reads the same columns from the
+validated entries); each rule is checked both ways, and a claim without its entries says so."""
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from reconbench.leaderboard import findings
+from reconbench.leaderboard.frame import COLUMNS
+
+
+def entry(track, attack, scenario, date="2026-12-01", **metrics):
+    row = {c: np.nan for c in COLUMNS}
+    training, access, data = scenario.split("/")
+    row.update(track=track, attack=attack, scenario=scenario, training=training, access=access, data=data,
+               trust="re-scored", date=pd.Timestamp(date), page=f"entries/t/{track}-{attack}-{data}.md",
+               entry_dir="/nonexistent", config="{}")
+    row.update(metrics)
+    return row
+
+
+def frame(*rows):
+    return pd.DataFrame(list(rows), columns=COLUMNS)
+
+
+def verdict(key, f):
+    results, _ = findings.verdicts(f)
+    return {claim.key: v for claim, v in results}[key]
+
+
+def test_every_claim_without_entries_is_not_testable_and_says_why():
+    results, gaps = findings.verdicts(frame())
+    assert len(results) == 7 and gaps == []
+    for claim, v in results:
+        assert v.status == findings.UNTESTABLE and v.reason, claim.key
+
+
+def test_gan_claim_holds_only_when_the_best_gan_wins_every_metric():
+    same, none = "static/white-box/same", "static/white-box/none"
+    wins = frame(entry("fashion-n100", "revealer", same, ssim=0.30, knn_dist=10.0, acc_top1=0.9),
+                 entry("fashion-n100", "kedmi", same, ssim=0.20, knn_dist=30.0, acc_top1=0.5),
+                 entry("fashion-n100", "deepinversion", none, ssim=0.25, knn_dist=20.0, acc_top1=0.8))
+    v = verdict("gan", wins)
+    assert v.status == findings.HOLDS and "best GAN SSIM 0.3 vs best other 0.25" in v.reason
+    loses = wins.copy()
+    loses.loc[2, "acc_top1"] = 0.95  # DeepInversion now has the best Acc@1
+    assert verdict("gan", loses).status == findings.FAILS
+
+
+def test_coverage_claim_reads_the_coverage_at_each_size():
+    cell = "static/white-box/none"
+    falling = frame(*[entry(t, "deepinversion", cell, ssim=0.2, ssim_coverage=c)
+                      for t, c in (("fashion-n100", 0.9), ("fashion-n500", 0.5), ("fashion-n1000", 0.3))])
+    v = verdict("coverage", falling)
+    assert v.status == findings.HOLDS and "90.0% > 50.0% > 30.0%" in v.reason
+    flat = falling.copy()
+    flat.loc[2, "ssim_coverage"] = 0.6
+    assert verdict("coverage", flat).status == findings.FAILS
+
+
+def test_latest_entry_counts_and_failed_ones_never():
+    cell = "static/white-box/none"
+    rows = [entry("fashion-n100", "deepinversion", cell, date="2026-12-01", ssim=0.1, knn_dist=5.0, acc_top1=0.1),
+            entry("fashion-n100", "deepinversion", cell, date="2026-12-02", ssim=0.3, knn_dist=1.0, acc_top1=0.9),
+            entry("fashion-n100-bn-frozen", "deepinversion", cell, ssim=0.2, knn_dist=2.0, acc_top1=0.5)]
+    assert verdict("batchnorm", frame(*rows)).status == findings.HOLDS  # the later, better entry counts
+    rows[1]["trust"] = "failed"
+    assert verdict("batchnorm", frame(*rows)).status == findings.FAILS
+
+
+def test_membership_claim_and_table_read_the_result_files(tmp_path):
+    cell = "static/white-box/same"
+    rows = []
+    for track, gap, p in (("fashion-n100", 0.05, 0.001), ("fashion-n1000", 0.01, 0.2)):
+        folder = tmp_path / track
+        folder.mkdir()
+        (folder / "result.json").write_text(json.dumps({"payload": {"membership": {"metrics": {
+            "ssim": {"value": gap, "p": p}, "knn_dist": {"value": 2 * gap, "p": p}}}}}))
+        rows.append(entry(track, "revealer", cell, ssim=0.2) | {"entry_dir": str(folder)})
+    results, gaps = findings.verdicts(frame(*rows))
+    v = {c.key: v for c, v in results}["memorization"]
+    assert v.status == findings.HOLDS and "+0.0500 → +0.0100" in v.reason
+    assert [g["significant"] for g in gaps] == [["knn_dist", "ssim"], []]
+
+
+def test_gan_attacks_against_the_per_class_aux_mean():
+    cell = "static/white-box/similar"
+    reference = {"acc_top1": 0.5, "knn_dist": 20.0, "ssim": 0.1}
+    f = frame(entry("fashion-split5-n500", "revealer", cell, acc_top1=0.8, knn_dist=15.0, ssim=0.2),
+              entry("fashion-split5-n500", "kedmi", cell, acc_top1=0.9, knn_dist=25.0, ssim=0.2))
+    v = findings.gan_vs_aux_mean(f, reference)
+    assert v.status == findings.FAILS and "kedmi beats it on Acc@1, SSIM, not on KNN dist" in v.reason
+    assert findings.gan_vs_aux_mean(f.iloc[:1], reference).status == findings.HOLDS
+    assert findings.gan_vs_aux_mean(f, None).status == findings.UNTESTABLE
