@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from reconbench.cli import app
-from reconbench.reproduction.record import RECORD_FILE, read_record, write_record
+from reconbench.reproduction.record import RECORD_FILE, RecordError, read_record, write_record
 from reconbench.reproduction.rerun import ReproduceError
 from reconbench.reproduction.sign import reproduce_entry, sign_record
 from reconbench.signing import load_private_key
@@ -240,3 +240,21 @@ def test_old_records_of_schema_version_1_still_verify_and_show_what_the_run_repo
         payload = parse_any_result(path.parent / "result.json").payload
         assert compare.metric_problems(compare.compare_metrics(payload.metrics, signed.record.metrics)) == []
         assert signed.record.reported.device  # v1: `run`, read as the run's report
+
+
+def test_a_record_is_signed_only_for_a_sandboxed_re_run(board, tmp_path, reproduced):
+    """The run job's result.json says which sandbox the re-run had; without one the signer refuses."""
+    assert reproduced.record.reported.sandbox.startswith("bubblewrap ")  # this machine's re-run was sandboxed
+    run = tmp_path / "run"
+    reproduce_entry(board.entry, run_only=run)
+    data = json.loads((run / "result.json").read_text())
+    for sandbox in ("none", None):
+        if sandbox is None:
+            data["payload"]["provenance"].pop("sandbox", None)  # a run from before the field existed
+        else:
+            data["payload"]["provenance"]["sandbox"] = sandbox
+        (run / "result.json").write_text(json.dumps(data))
+        with pytest.raises(RecordError, match="without the sandbox"):
+            reproduce_entry(board.entry, from_run=run, key_path=board.reproducer_key, record_path=tmp_path / "r.json")
+        assert not (tmp_path / "r.json").exists()
+        assert reproduce_entry(board.entry, from_run=run).record.verdict == "reproduced"  # unsigned: compared as usual

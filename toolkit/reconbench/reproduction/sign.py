@@ -20,6 +20,20 @@ class Outcome:
     run_dir: Path | None
 
 
+def require_sandboxed(record: ReproductionRecord, entry) -> None:
+    """A record is signed only for a re-run made in the OS sandbox (provenance.sandbox "bubblewrap <version>",
+    as the run reported it): outside it, the attack's process could have reached the target model, the
+    target set or the evaluator, and the reconstructions would prove nothing. Text entries are the
+    exception while text attacks run in the evaluator's process (they record "none"): a text entry can
+    only name a registered text attack (load_entry), so no code of the entry's runs in its re-run."""
+    if getattr(entry.result.payload, "modality", "image") == "text":
+        return
+    sandbox = record.reported.sandbox or "none"
+    if not sandbox.startswith("bubblewrap "):
+        raise RecordError(f"{entry.folder}: the re-run was made without the sandbox (provenance.sandbox: {sandbox}); "
+                          "a reproduction record is signed only for a sandboxed re-run (install bubblewrap: docs/sandbox.md)")
+
+
 def sign_record(record: ReproductionRecord, key) -> SignedRecord:
     return SignedRecord(record=record, signature=Signature(**sign_payload(record.model_dump(mode="json"), key)))
 
@@ -44,6 +58,7 @@ def reproduce_entry(entry_dir: Path, *, key_path: Path | None = None, record_pat
         record = score_run(entry, run_dir, device=device, weights_dir=weights_dir)
     if key is None:
         return Outcome(record, None, None)
+    require_sandboxed(record, entry)
     path = Path(record_path) if record_path else Path(entry_dir) / RECORD_FILE
     write_record(path, sign_record(record, key))
     return Outcome(record, path, None)
