@@ -61,6 +61,9 @@ def test_a_fresh_mi_face_entry_is_reproduced_and_validates_as_reproduced(board, 
     record = [p for p in bundle.files if p.endswith("/" + RECORD_FILE)]
     assert len(record) == 1 and bundle.files[record[0]] == (board.entry / RECORD_FILE).read_bytes()
     assert any("reproduction record" in html and RECORD_FILE in html for html in bundle.fragments.values())
+    # What the signer computed and what the run job only reported are told apart on the page.
+    page = next(html for html in bundle.fragments.values() if "reproduction record" in html)
+    assert "Reported by the run job, not verified" in page and "sandbox bubblewrap" in page
 
 
 def test_a_tampered_configuration_is_caught(board):
