@@ -261,3 +261,20 @@ def test_a_record_is_signed_only_for_a_sandboxed_re_run(board, tmp_path, reprodu
             reproduce_entry(board.entry, from_run=run, key_path=board.reproducer_key, record_path=tmp_path / "r.json")
         assert not (tmp_path / "r.json").exists()
         assert reproduce_entry(board.entry, from_run=run).record.verdict == "reproduced"  # unsigned: compared as usual
+
+
+def test_a_record_keeps_the_runs_report_in_one_place_per_schema_version(reproduced):
+    """Version 2 files the run's report under reported_by_run only; version 1 under run only: a record
+    cannot carry the run's word at the top level, nor two conflicting run blocks."""
+    from pydantic import ValidationError
+
+    from reconbench.reproduction.record import ReproductionRecord
+
+    data = reproduced.record.model_dump(mode="json")
+    ReproductionRecord.model_validate(data)
+    for broken in ({**data, "run": data["reported_by_run"]},
+                   {k: v for k, v in data.items() if k != "reported_by_run"},
+                   {**data, "schema_version": 1},
+                   {**data, "device": "cuda"}):
+        with pytest.raises(ValidationError):
+            ReproductionRecord.model_validate(broken)
