@@ -95,3 +95,15 @@ def test_gan_attacks_against_the_per_class_aux_mean():
     assert v.status == findings.FAILS and "kedmi beats it on Acc@1, SSIM, not on KNN dist" in v.reason
     assert findings.gan_vs_aux_mean(f.iloc[:1], reference).status == findings.HOLDS
     assert findings.gan_vs_aux_mean(f, None).status == findings.UNTESTABLE
+
+
+def test_gaps_come_from_the_boards_recomputed_columns_when_present():
+    """Validation's recomputed gaps (the board's gap_<m> columns) win over a result file's claim."""
+    cell = "static/white-box/none"
+    rows = [entry(t, "deepinversion", cell, ssim=0.2) for t in ("fashion-n100", "fashion-n500")]
+    f = frame(*rows)
+    f["gap_ssim"], f["gap_ssim_p"] = [0.002, 0.03], [0.4, 1e-5]
+    results, gaps = findings.verdicts(f)
+    v = {c.key: v for c, v in results}["memorization"]
+    assert v.status == findings.FAILS and "+0.0020 → +0.0300" in v.reason
+    assert [g["significant"] for g in gaps] == [[], ["ssim"]]

@@ -289,21 +289,41 @@ CLAIMS = (
 
 
 def entry_gaps(frame: pd.DataFrame) -> dict[str, dict]:
-    """entry page -> metric -> {value, p, low, high} from each result file's `membership` block
-    (reconbench.metrics.membership); entries without one are absent."""
+    """entry page -> metric -> {value, p, low, high}: the gaps validation recomputed (the board's
+    gap_<m> columns, leaderboard/leakage.py) where the frame has them, else each result file's
+    `membership` block (reconbench.metrics.membership); entries with neither are absent."""
     out: dict[str, dict] = {}
+    columns = sorted(c[4:] for c in frame.columns if c.startswith("gap_") and c.count("_") >= 1
+                     and f"{c}_p" in frame.columns)
     for row in frame.to_dict("records"):
         if row["trust"] == "failed" or not str(row["track"]).startswith("fashion-"):
             continue
-        try:
-            payload = json.loads((Path(row["entry_dir"]) / "result.json").read_text(encoding="utf-8"))["payload"]
-        except (OSError, ValueError, KeyError):
-            continue
-        metrics = (payload.get("membership") or {}).get("metrics") or {}
-        gaps = {m: g for m, g in metrics.items() if isinstance(g, dict) and g.get("value") is not None}
+        gaps = {m: {"value": float(row[f"gap_{m}"]), "p": _finite(row[f"gap_{m}_p"]),
+                    "low": _finite(row.get(f"gap_{m}_low")), "high": _finite(row.get(f"gap_{m}_high"))}
+                for m in columns if _finite(row.get(f"gap_{m}")) is not None}
+        if not gaps:
+            gaps = _gaps_in_result(Path(row["entry_dir"]))
         if gaps:
             out[row["page"]] = gaps
     return out
+
+
+def _finite(value) -> float | None:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return value if np.isfinite(value) else None
+
+
+def _gaps_in_result(folder: Path) -> dict:
+    try:
+        payload = json.loads((folder / "result.json").read_text(encoding="utf-8"))["payload"]
+    except (OSError, ValueError, KeyError):
+        return {}
+    metrics = (payload.get("membership") or {}).get("metrics") or {}
+    return {m: {"value": g.get("value", g.get("gap")), "p": g.get("p"), "low": g.get("low"), "high": g.get("high")}
+            for m, g in metrics.items() if isinstance(g, dict) and g.get("value", g.get("gap")) is not None}
 
 
 def gap_table(frame: pd.DataFrame, gaps: dict[str, dict]) -> list[dict]:
