@@ -10,8 +10,8 @@ twin among the earlier run's reconstructions, whatever their order:
 - pixel: a per-pixel MSE (pixels in [0, 1]) to some earlier reconstruction of at most COPY_MSE
   (1e-3: an RMS difference of 8 grey levels; the closest honest pairs measured are 3x further); or
 - bytes: at least EQUAL_SHARE of its pixels byte-identical to those of some earlier reconstruction
-  (a few pixels edited: one full-range pixel changed on 8x8 digits leaves 98% equal; honest seeds
-  measured at most ~17% on digits, where most pixels are continuous values).
+  (a few pixels edited: one full-range pixel changed on 8x8 digits leaves 98% equal; two honest
+  Inv-Alignment seeds on digits share at most 17% for 99% of their images).
 
 More than DUPLICATE_SHARE (checks/duplicates.py) of the reconstructions so flagged: the later run
 is a copy. An attack that ignores its seed gives byte-identical runs, caught by hash before this.
