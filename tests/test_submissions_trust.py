@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -274,3 +275,28 @@ def test_an_honest_new_team_passes_the_identity_check(board):
     _team(board, "gamma", "Gamma lab")
     report = _team_report(board, "gamma")
     assert report.trust == "signed" and status(report, "identity") == "pass"
+
+
+def test_the_maintainers_team_keeps_its_identity_against_a_digit_one_slug_with_its_display_name(tmp_path):
+    """The issue's case: a slug with the digit 1 for an l, and the maintainers' display name, after them."""
+    from submission_helpers import git
+
+    from reconbench.submissions import validate_board
+    from reconbench.submissions.team import Team, load_team, write_team
+
+    repo_team = Path(__file__).resolve().parents[1] / "submissions" / "reconbench-baselines"
+    root = tmp_path / "submissions"
+    (root / "reconbench-baselines").mkdir(parents=True)
+    shutil.copy(repo_team / "team.toml", root / "reconbench-baselines" / "team.toml")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "the maintainers' team")
+    real = load_team(root / "reconbench-baselines")
+    write_team(root / "reconbench-base1ines", Team(slug="reconbench-base1ines", name=real.name, keys=[real.keys[0]]))
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "a look-alike")
+    reports = {r.team: r for r in validate_board(None, root, rescore=False).entries}
+    assert reports["reconbench-baselines"].trust == "signed"
+    check = next(c for c in reports["reconbench-base1ines"].checks if c.status == "fail")
+    assert check.name == "identity" and "looks like the slug 'reconbench-baselines'" in check.message
+    assert "looks like the display name 'ReconBench baselines'" in " ".join(check.details)

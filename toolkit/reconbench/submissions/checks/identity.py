@@ -7,7 +7,9 @@ Confusable means equal keys under reconbench.submissions.identity (Unicode TR39 
 compatibility forms, accents, whitespace and punctuation ignored).
 
 First come, first served, as for entries (board.Board.team_arrival): the team that reached the
-board first keeps its identity and the later one fails, with the earlier one named. Reserved names
+board first keeps its identity and the later one fails, with the earlier one named. In a checkout
+with history (CI always has one) the first commit that added a file of the team decides; in a plain
+folder, its earliest entry's finish time, and between teams without entries their slugs' order. Reserved names
 (maintainers/identities.toml beside the reproducers file, and every reproducer's name in it) belong
 to the maintainers whatever the order; the maintainers' own team is an ordinary team that came first.
 """
