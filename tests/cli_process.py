@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 TOOLKIT = Path(__file__).resolve().parents[1] / "toolkit"
+# A progress line (console.LineProgress), printed when stderr is not a terminal, as here
+PROGRESS = re.compile(r"^.+: \d+% \([\d,]+/[\d,]+\), \d+:\d\d:\d\d elapsed, .+$")
 
 
 def recon(*args: str, cwd: Path | None = None, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -22,7 +25,7 @@ def recon(*args: str, cwd: Path | None = None, timeout: float = 600, env: dict |
 def one_error_line(proc: subprocess.CompletedProcess) -> str:
     """The single 'error: ...' line of a failed command (asserts there is nothing else on stderr)."""
     assert proc.returncode != 0, proc.stdout + proc.stderr
-    lines = [line for line in proc.stderr.splitlines() if line.strip() and "━" not in line]
+    lines = [line for line in proc.stderr.splitlines() if line.strip() and "━" not in line and not PROGRESS.match(line)]
     assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
     assert "Traceback" not in proc.stderr
     return lines[0].removeprefix("error: ")

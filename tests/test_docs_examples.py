@@ -20,10 +20,14 @@ def blocks(page: str, lang: str) -> list[str]:
     return re.findall(rf"```{lang}\n(.*?)```", (SITE / page).read_text(encoding="utf-8"), flags=re.S)
 
 
+def python_env() -> dict:
+    return {**os.environ, "PYTHONPATH": str(TOOLKIT)}
+
+
 def test_python_api_page_runs_and_its_result_can_be_submitted_as_printed(tmp_path):
-    code = "\n".join(blocks("python.md", "python"))
-    assert "reconbench.run_attack" in code and "reconbench.evaluate" in code and "class ClassMeansOfNoise" in code
-    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(TOOLKIT)},
+    first, own, script = blocks("python.md", "python")
+    assert "reconbench.run_attack" in first and "reconbench.evaluate" in first and "class ClassMeansOfNoise" in own
+    proc = subprocess.run([sys.executable, "-c", first], cwd=tmp_path, env=python_env(),
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.splitlines()
@@ -41,6 +45,40 @@ def test_python_api_page_runs_and_its_result_can_be_submitted_as_printed(tmp_pat
     check = recon(*argv[1:], cwd=tmp_path)
     assert check.returncode == 0, check.stdout[-2000:] + check.stderr
     assert "re-scored" in check.stdout
+
+
+def test_an_attack_class_of_your_own_runs_from_a_cell_a_script_and_stdin(tmp_path):
+    """Issue 24, point 4: the page's class runs through run_attack however the code is run."""
+    _, own, _ = blocks("python.md", "python")
+    (tmp_path / "snippet.py").write_text(own, encoding="utf-8")
+    ways = {"-c": [sys.executable, "-c", own], "file": [sys.executable, "snippet.py"], "stdin": [sys.executable, "-"]}
+    for way, argv in ways.items():
+        proc = subprocess.run(argv, cwd=tmp_path, env=python_env(), capture_output=True, text=True, timeout=600,
+                              input=own if way == "stdin" else None)
+        assert proc.returncode == 0, (way, proc.stderr[-3000:])
+        assert re.fullmatch(r"-?\d\.\d{3} \(\d+\.\d{2}%\)", proc.stdout.strip()), (way, proc.stdout)
+
+
+def test_the_page_script_signs_a_result_and_without_its_main_guard_says_why_not(tmp_path):
+    _, _, script = blocks("python.md", "python")
+    (tmp_path / "noise_baseline.py").write_text(script, encoding="utf-8")
+    proc = subprocess.run([sys.executable, "noise_baseline.py"], cwd=tmp_path, env=python_env(),
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == ["runs/noise-baseline", "noise_baseline.py:ClassMeansOfNoise"]
+    assert recon("verify", "runs/noise-baseline", cwd=tmp_path).returncode == 0
+
+    unguarded = script.replace('if __name__ == "__main__":  # not when the attack\'s process imports this file\n', "")
+    unguarded = unguarded.replace("\n    out = ", "\nout = ").replace("\n    print(out", "\nprint(out")
+    assert "__main__" not in unguarded
+    (tmp_path / "unguarded.py").write_text(unguarded, encoding="utf-8")
+    proc = subprocess.run([sys.executable, "unguarded.py"], cwd=tmp_path, env=python_env(),
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode != 0 and "GuardError" not in proc.stderr
+    assert "if __name__ == \"__main__\":" in proc.stderr and "unguarded.py" in proc.stderr
+    piped = subprocess.run([sys.executable, "-"], cwd=tmp_path, env=python_env(), capture_output=True, text=True,
+                           timeout=600, input=script.replace('if __name__ == "__main__"', 'if True'))
+    assert piped.returncode != 0 and "has no .py file" in piped.stderr and "unknown attack" not in piped.stderr
 
 
 def test_write_your_own_attack_page_runs_as_written(tmp_path):

@@ -66,7 +66,9 @@ def test_submit_refuses_a_key_that_did_not_sign(tmp_path_factory, tmp_path):
 
 def test_adding_a_key_to_an_existing_team_needs_the_flag(board, tmp_path):
     key3, public3 = generate_key(tmp_path / "k3.pem")
-    result = resigned_copy(board.result_dir, tmp_path / "r3", key3, entry_id="digits-mi-face-member3")
+    # another seed: the same run again would be refused as a reproduction (test_submissions_rerun.py)
+    result = resigned_copy(board.result_dir, tmp_path / "r3", key3, entry_id="digits-mi-face-member3",
+                           provenance={**board.payload()["provenance"], "seed": 1})
     before = (board.root / "alpha" / "team.toml").read_bytes()
     with pytest.raises(SubmitError, match="does not list key .* --add-key"):
         submit_result(result, "alpha", root=board.root, key_path=key3)

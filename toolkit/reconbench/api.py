@@ -38,9 +38,11 @@ def run_attack(
     """Run an attack on a track and return its reconstructions (|D_tar| images in [0, 1], labels).
 
     `attack`: a built-in name, `path/to/file.py:ClassName`, or an Attack subclass. As in `evaluate`,
-    the attack runs in its own process holding only its scenario's view; a class with no source
-    file (defined in a notebook or `python -c`) cannot be imported there, so it runs in this
-    process, which is fine for experiments and is why nothing is scored, signed or written here.
+    the attack runs in its own process holding only its scenario's view; a class of the running
+    script or session (`__main__`: a notebook cell, `python -c`, stdin, or a script run as
+    `python my_script.py`) runs in this process instead: importing it there would run the script's
+    own calls again, or find no file at all. That is fine for experiments, and it is why nothing is
+    scored, signed or written here.
     """
     from reconbench.attacks import Progress, load_attack
     from reconbench.evaluation import attack_run
@@ -49,7 +51,7 @@ def run_attack(
 
     t = get_track(track)
     t.require_runnable()
-    in_process = isinstance(attack, type) and not _has_source_file(attack)
+    in_process = isinstance(attack, type) and (attack.__module__ == "__main__" or not _has_source_file(attack))
     if in_process:
         load_attack(attack)  # the class rules (name, family, scenarios, run) before anything runs
     run = attack_run(t, attack, scenario, config=dict(options or {}), seed=seed, device=check_device(device),
@@ -58,9 +60,11 @@ def run_attack(
 
 
 def _has_source_file(cls: type) -> bool:
+    import os
     import sys
 
-    return bool(getattr(sys.modules.get(cls.__module__), "__file__", None))
+    file = getattr(sys.modules.get(cls.__module__), "__file__", None)
+    return bool(file) and os.path.isfile(file)  # not "<stdin>", "<string>"
 
 
 def score(
@@ -165,6 +169,7 @@ def evaluate(
     key_path = Path(key) if key is not None else default_key_path()
     if key is None and not key_path.exists():
         generate_key(key_path)
+    check_track_and_key(track, key_path)
     if is_text_track(track):  # the text pipeline (reconbench.text.evaluation): registered text attacks only
         return _evaluate_text(attack, track, scenario=scenario, seed=seed, device=device, options=options, budget=budget,
                               out=out, key_path=key_path, weights_dir=weights_dir, progress=progress, command=command,
@@ -172,6 +177,8 @@ def evaluate(
     from reconbench.evaluation import evaluate as run
     from reconbench.isolation.parent import attack_spec
 
+    if isinstance(attack, type):
+        _require_importable(attack)
     spec = attack_spec(attack)  # a class is run from its source file, in its own process
     if command is None:  # what the CLI would have been given; never sys.argv (it holds local paths)
         command = _command_of(track, spec, scenario, seed, device, options, budget, surrogate)
@@ -181,6 +188,47 @@ def evaluate(
         progress=progress, command=command, weights_dir=Path(weights_dir) if weights_dir is not None else None,
         budget=budget, surrogate=surrogate,
     )
+
+
+def check_track_and_key(track: str, key_path: str | Path) -> None:
+    """A misspelled track or a missing key is one line at once, before torch and the attack load
+    (it cost seconds of CPU: the command line calls this before importing anything heavy)."""
+    from reconbench.signing import load_private_key
+    from reconbench.text.tracks import is_text_track
+    from reconbench.tracks import get_track
+
+    load_private_key(Path(key_path))
+    if not is_text_track(track):
+        get_track(track)
+
+
+def _require_importable(cls: type) -> None:
+    """evaluate runs the attack in a process of its own, which imports the class from its file: a
+    class with no file cannot be found there, and a script's own calls would run again there (the
+    harness then stops them with a less helpful error). Both are said here, before anything runs."""
+    import ast
+    import sys
+
+    from reconbench.attacks.errors import AttackError
+
+    where = "see the site page \"Use from Python\", site/python.md"
+    if not _has_source_file(cls):
+        raise AttackError(f"attack class {cls.__qualname__} has no .py file (a notebook cell, python -c or stdin): "
+                          "evaluate imports the class from its file in the attack's own process; save it to a .py "
+                          f"file first (run_attack takes it as it is; {where})")
+    if cls.__module__ != "__main__":
+        return
+    file = sys.modules["__main__"].__file__
+    try:
+        tree = ast.parse(Path(file).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return  # nothing to say; the child reports what it finds
+    guarded = any(isinstance(node, ast.If) and "__name__" in ast.unparse(node.test) and "__main__" in ast.unparse(node.test)
+                  for node in tree.body)
+    if not guarded:
+        raise AttackError(f"{file}: the attack's process imports this script to load {cls.__qualname__}, which would "
+                          "run the script's own calls again; put them under `if __name__ == \"__main__\":` "
+                          f"({where})")
 
 
 def _evaluate_text(attack, track: str, *, scenario, seed, device, options, budget, out, key_path, weights_dir, progress,

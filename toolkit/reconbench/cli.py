@@ -18,7 +18,9 @@ from rich.table import Table
 from reconbench._version import __version__
 from reconbench.api import evaluate_command  # noqa: F401 - also used by reconbench.sweep
 from reconbench.commands.weights import apply_offline, offline_option, weights_dir_option
-from reconbench.console import CliGroup, console, escape, fail, rich_task
+from reconbench.console import CliGroup, console, conventional_help, escape, fail, rich_task
+
+conventional_help()
 
 app = typer.Typer(
     cls=CliGroup, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -63,7 +65,7 @@ def evaluate(
     out: Optional[Path] = typer.Option(None, help="output folder, must not exist (default ./recon-results/<entry-id>/)"),
     key: Optional[Path] = typer.Option(None, help="ed25519 private key (default: keygen's, created on first use)"),
     set_: list[str] = typer.Option([], "--set", help="attack option, key=value (repeatable; applied on top of --budget; `recon-submit attacks NAME` lists the options, types and defaults)"),
-    budget: str = typer.Option("default", help="budget preset: quick (a minute on digits), default, paper (the paper's full budget)"),
+    budget: str = typer.Option("default", help="budget preset: quick (the fewest steps: for trying things out), default, paper (the paper's full budget)"),
     surrogate: Optional[str] = typer.Option(None, help="run a white-box attack in a black-box cell through a stolen surrogate: dfme or aux (--set surrogate.KEY=VALUE configures it)"),
     weights_dir: Optional[Path] = weights_dir_option(),
     offline: bool = offline_option(),
@@ -74,13 +76,14 @@ def evaluate(
     Example: recon-submit evaluate --track digits --attack mi-face --budget quick --out runs/mi-face
     """
     apply_offline(offline)
-    from reconbench.api import evaluate as run
-    from reconbench.attacks import Progress
+    from reconbench.api import check_track_and_key, evaluate as run
     from reconbench.signing import default_key_path, generate_key
 
     if key is None and not default_key_path().exists():
         generate_key(default_key_path())
         console.print(f"Created a signing key: [bold]{escape(default_key_path())}[/] (public key: {escape(default_key_path())}.pub)")
+    check_track_and_key(track, key or default_key_path())
+    from reconbench.attacks import Progress  # torch: after the checks that need none
     output = run(
         attack, track, scenario=scenario, seed=seed, device=device, out=out, key=key,
         options=parse_overrides(set_), budget=budget, weights_dir=weights_dir, surrogate=surrogate,
@@ -88,16 +91,11 @@ def evaluate(
         command=evaluate_command(track, attack, scenario, seed, device, set_, budget, surrogate),
     )
     payload = output.result.payload
-    table = Table(title=escape(f"{payload.attack.name} on {payload.track} ({payload.scenario})"))
-    table.add_column("metric")
-    table.add_column("value (coverage)")
+    from reconbench.commands.metric_table import print_metrics
     from reconbench.metrics import METRICS
 
-    for name, result in payload.metrics.items():
-        arrow = METRICS[name].direction if name in METRICS else "↑"  # the text metrics are all ↑
-        shown = result.format() if result.status == "computed" else (result.note or "not computed")
-        table.add_row(escape(f"{name} {arrow}"), escape(shown))
-    console.print(table)
+    print_metrics(console, f"{payload.attack.name} on {payload.track} ({payload.scenario})", payload.metrics,
+                  {name: info.direction for name, info in METRICS.items()})  # the text metrics are all ↑
     console.print(f"wall time: {payload.provenance.wall_seconds:.1f} s on {payload.provenance.device}")
     console.print(f"signed result:   {escape(output.folder / 'result.json')}")
     console.print(f"reconstructions: {escape(output.folder / payload.reconstructions.file)}")

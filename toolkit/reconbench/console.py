@@ -36,8 +36,90 @@ class WarmETA(TimeRemainingColumn):
         return super().render(task)
 
 
+PROGRESS_EVERY_ENV = "RECONBENCH_PROGRESS_EVERY"
+PROGRESS_EVERY_S = 30.0
+
+
+class LineProgress:
+    """Progress as plain lines, for output that is not a terminal (CI logs, `| tee`, a file), where
+    rich draws no live bar and a run used to stay silent until it ended: a line when the task
+    starts, one every `every` seconds (percent, steps, elapsed, ETA after WarmETA's warm-up), and
+    one when it ends. `tick` writes one line; the background thread calls it on the clock."""
+
+    def __init__(self, description: str, total: int, every: float, write, clock=None):
+        import time
+
+        self.description, self.total, self.every, self.write = description, max(int(total or 0), 0), every, write
+        self.clock = clock or time.monotonic
+        self.start = self.clock()
+        self.done = 0
+
+    def advance(self, steps: int = 1) -> None:
+        self.done += steps
+
+    def line(self, final: bool = False) -> str:
+        elapsed = self.clock() - self.start
+        share = self.done / self.total if self.total else 0.0
+        warm = elapsed >= WarmETA.WARMUP_SECONDS and share >= WarmETA.WARMUP_SHARE
+        if final:
+            tail = "done"
+        elif warm and 0 < share < 1:
+            tail = f"eta {_clock(elapsed * (1 - share) / share)}"
+        else:
+            tail = "eta ..."
+        return f"{self.description}: {share:.0%} ({self.done:,}/{self.total:,}), {_clock(elapsed)} elapsed, {tail}"
+
+    def tick(self) -> None:
+        self.write(self.line())
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def progress_every() -> float:
+    """Seconds between progress lines when output is not a terminal (RECONBENCH_PROGRESS_EVERY)."""
+    try:
+        value = float(os.environ.get(PROGRESS_EVERY_ENV, PROGRESS_EVERY_S))
+    except ValueError:
+        return PROGRESS_EVERY_S
+    return value if value > 0 else PROGRESS_EVERY_S
+
+
+@contextmanager
+def line_task(description: str, total: int) -> Iterator:
+    import threading
+
+    def write(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    task = LineProgress(description, total, progress_every(), write)
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(task.every):
+            task.tick()
+
+    write(task.line())
+    thread = threading.Thread(target=beat, name="progress-lines", daemon=True)
+    thread.start()
+    finished = False
+    try:
+        yield task.advance
+        finished = True
+    finally:
+        stop.set()
+        thread.join()
+        write(task.line(final=True) if finished else f"{task.line()} (stopped)")
+
+
 @contextmanager
 def rich_task(description: str, total: int) -> Iterator:
+    if not err_console.is_terminal:  # no live bar there: plain lines on the clock instead
+        with line_task(description, total) as advance:
+            yield advance
+        return
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -51,11 +133,14 @@ def rich_task(description: str, total: int) -> Iterator:
         yield lambda steps=1: bar.advance(task, steps)
 
 
-def fail(message: str, code: int = 1) -> None:
-    """One clear line on stderr, then exit non-zero (no traceback)."""
+def fail(message: str, code: int = 1, options: list[str] | tuple[str, ...] = ()) -> None:
+    """One clear line on stderr, then exit non-zero (no traceback); `options`: what to do instead,
+    one line each under it."""
     import typer
 
     err_console.print("[bold red]error:[/]", escape(message), highlight=False, markup=True, soft_wrap=True)
+    for option in options:
+        err_console.print(f"  - {escape(option)}", highlight=False, markup=True, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -64,6 +149,45 @@ def escape(text: object) -> str:
     from rich.markup import escape as _escape
 
     return _escape(str(text))
+
+
+def invoked_as() -> str:
+    """How to call this command line again in the user's shell: `recon-submit` when that is what the
+    shell finds, else the path it was run by (`.venv/bin/recon-submit` in a shell with nothing
+    activated), so that printed next steps work as printed."""
+    import shutil
+    from pathlib import Path
+
+    script = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if script is None or script.name != "recon-submit":  # python -m reconbench.cli, tests
+        return "recon-submit"
+    found = shutil.which("recon-submit")
+    if found and Path(found).resolve() == script.resolve():
+        return "recon-submit"
+    try:
+        return str(script.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(script)
+
+
+def conventional_help() -> None:
+    """Usage lines as other command lines write them (`verify [OPTIONS] RESULT`, `keygen [PATH]`),
+    not typer's `{result}`, and no `<bool>` type beside a flag, which takes no value."""
+    from typer.core import TyperArgument, TyperOption
+
+    def usage_name(self) -> str:
+        name = self.display_name_raw.upper()
+        name = name if self.required else f"[{name}]"
+        return name + ("..." if self.nargs != 1 else "")
+
+    original = TyperOption.display_type
+
+    def display_type(self, ctx) -> str:
+        return "" if self.is_flag else original(self, ctx)
+
+    TyperArgument._usage_display_name = usage_name
+    TyperArgument._rich_display_name = lambda self: self.display_name_raw.upper() + ("..." if self.nargs != 1 else "")
+    TyperOption.display_type = display_type
 
 
 DEBUG_ENV = "RECONBENCH_DEBUG"

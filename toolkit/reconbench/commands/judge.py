@@ -93,16 +93,21 @@ def register(app: typer.Typer) -> None:
                                 title=title, progress=progress)
             except (JudgeError, CallFailed, *USER_ERRORS) as exc:
                 fail(str(exc))
+        from reconbench.judge.aggregate import TIE_RULE, major_ties_split
+
         agg = result.payload["aggregates"]
         for mode, a in agg.items():
-            console.print(f"\n{mode} order: condition  # of Major  # of All  Pred Rate", highlight=False)
+            split = major_ties_split([{"votes": t["votes"][mode]} for t in result.payload["targets"]],
+                                     len(plan.conditions))
+            console.print(f"\n{mode} order: condition  # of Major  (ties split)  # of All  Pred Rate", highlight=False)
             for i, c in enumerate(plan.conditions):
-                console.print(f"  {i + 1} {c.attack:<20} {a['major'][i]:>6} {a['all'][i]:>9} {a['pred_rate'][i]:>10.3f}",
-                              highlight=False, markup=False)
+                console.print(f"  {i + 1} {c.attack:<20} {a['major'][i]:>6} {split[i]:>13.2f} {a['all'][i]:>9} "
+                              f"{a['pred_rate'][i]:>10.3f}", highlight=False, markup=False)
             pb = a["position_bias"]
             console.print(f"  ties {a['ties']}, invalid answers {a['invalid_answers']}, re-asks {a['reasks']}; "
                           f"position shares {', '.join(f'{s:.2f}' for s in pb['shares'])} (chi2 p = {pb['p_value']})",
                           highlight=False)
+        console.print(f"\nties split: {TIE_RULE}", highlight=False, markup=False)
         console.print(f"\ncalls made {result.tally.done}, cached {result.tally.cached}; reported model(s): "
                       f"{', '.join(result.payload['judge']['models_reported'])}", highlight=False, markup=False)
         console.print(f"signed study: {result.path}", highlight=False, markup=False)

@@ -24,22 +24,40 @@ def print_tracks(status: str | None = None, include_planned: bool = False) -> No
     tracks = all_tracks()
     counts = Counter(t.status for t in tracks)
     shown = [t for t in tracks if (t.status == status if status else include_planned or t.status != "unpublished")]
-    table = Table(title=f"tracks ({len(shown)} of {len(tracks)} shown)")
-    table.add_column("id", no_wrap=True, overflow="fold")
-    for col in ("status", "dataset", "architecture", "|D_tar|", "accuracy train/test", "query budget", "scenarios"):
-        table.add_column(col)
+    title = f"tracks ({len(shown)} of {len(tracks)} shown)"
+    rows = []
     for t in shown:
         acc = f"{t.train_accuracy:.3f} / {t.test_accuracy:.3f}" if t.train_accuracy is not None else "-"
         size = f"{t.train_size}" + (f" (update {t.update_size})" if t.update_size else "")
         arch = t.architecture + (f" [{t.variant}]" if t.variant else "")
         state = "planned: not runnable yet" if t.status == "unpublished" else t.status
-        table.add_row(*map(escape, (t.id, state, t.dataset, arch, size, acc, f"{t.query_budget:,}", "\n".join(t.scenarios))))
-    console.print(table, crop=False)
-    legend = "; ".join(f"{name} ({counts.get(name, 0)}): {text}" for name, text in STATUSES.items())
-    console.print(escape(legend), soft_wrap=True, highlight=False)
+        rows.append((t.id, state, t.dataset, arch, size, acc, f"{t.query_budget:,}", "\n".join(t.scenarios)))
+    columns = ("status", "dataset", "architecture", "|D_tar|", "accuracy train/test", "query budget", "scenarios")
+    console.print(_table(title, columns, rows), crop=False)
+    for name, text in STATUSES.items():
+        console.print(escape(f"{name} ({counts.get(name, 0)}): {text}"), highlight=False)
     if not include_planned and status is None and counts.get("unpublished"):
         console.print(f"{counts['unpublished']} planned tracks not shown: recon-submit tracks --all", highlight=False)
     print_text_tracks(status, include_planned)
+
+
+def _table(title: str, columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> Table:
+    """A column per field when every cell fits the terminal uncut; otherwise (80 columns) the id,
+    then every other field as a "name: value" line of one cell, so that nothing is cut to "stat…"."""
+    wide = Table(title=title)
+    for col in ("id", *columns):
+        wide.add_column(col, no_wrap=True)
+    for row in rows:
+        wide.add_row(*map(escape, row))
+    if console.measure(wide, options=console.options.update_width(10_000)).maximum <= console.width:
+        return wide
+    table = Table(title=title)
+    table.add_column("id", no_wrap=True, overflow="fold")
+    table.add_column("facts", overflow="fold")
+    for row in rows:
+        facts = [f"{name}: {value.replace(chr(10), ', ')}" for name, value in zip(columns, row[1:])]
+        table.add_row(escape(row[0]), escape("\n".join(facts)))
+    return table
 
 
 def print_text_tracks(status: str | None, include_planned: bool) -> None:
@@ -50,16 +68,14 @@ def print_text_tracks(status: str | None, include_planned: bool) -> None:
     if not tracks:
         return
     shown = [t for t in tracks if (t.status == status if status else include_planned or t.status != "unpublished")]
-    table = Table(title=f"text tracks ({len(shown)} of {len(tracks)} shown)")
-    table.add_column("id", no_wrap=True, overflow="fold")
-    for col in ("status", "dataset", "|D_tar|", "targets (generator / embedder)", "scenarios"):
-        table.add_column(col)
+    rows = []
     for t in shown:
         state = "planned: not runnable yet" if t.status == "unpublished" else t.status
         targets = " / ".join(m.architecture if m else "-" for m in (t.generator, t.embedder))
-        table.add_row(*map(escape, (t.id, state, t.dataset, str(t.train_size), targets, "\n".join(t.scenarios))))
+        rows.append((t.id, state, t.dataset, str(t.train_size), targets, "\n".join(t.scenarios)))
+    columns = ("status", "dataset", "|D_tar|", "targets (generator / embedder)", "scenarios")
     if shown:
-        console.print(table, crop=False)
+        console.print(_table(f"text tracks ({len(shown)} of {len(tracks)} shown)", columns, rows), crop=False)
     planned = sum(t.status == "unpublished" for t in tracks)
     if not include_planned and status is None and planned:
         console.print(f"{planned} planned text tracks not shown: recon-submit tracks --all", highlight=False)

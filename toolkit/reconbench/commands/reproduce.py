@@ -71,5 +71,8 @@ def reproduce(
                   f"sandbox {escape(run.sandbox or 'not recorded')}", highlight=False)
     if outcome.record_path:
         console.print(f"signed record: {escape(str(outcome.record_path))}")
+    else:
+        console.print("no record written: pass --key with a reproducer key listed in maintainers/reproducers.toml "
+                      "to sign one", highlight=False)
     if rec.verdict != "reproduced":
         raise typer.Exit(1)

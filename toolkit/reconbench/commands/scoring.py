@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.table import Table
 
 from reconbench.commands.weights import apply_offline, offline_option, weights_dir_option
 from reconbench.console import console, escape, fail
@@ -40,13 +39,10 @@ def score(
         console.print_json(json.dumps(report.to_dict()))
         return
     part = "update" if dynamic else "target"
-    table = Table(title=escape(f"{reconstructions.name} vs {track} {part} set"))
-    table.add_column("metric")
-    table.add_column("value (coverage)")
-    for name, result in report.metrics.items():
-        shown = result.format() if result.status == "computed" else (result.note or "not computed")
-        table.add_row(escape(f"{name} {METRICS[name].direction}"), escape(shown))
-    console.print(table)
+    from reconbench.commands.metric_table import print_metrics
+
+    print_metrics(console, f"{reconstructions.name} vs {track} {part} set", report.metrics,
+                  {name: info.direction for name, info in METRICS.items()})
 
 
 def memorization(
@@ -55,7 +51,7 @@ def memorization(
     seed: int = typer.Option(0),
     epochs: Optional[int] = typer.Option(None, help="override the recipe's epochs (faster, less faithful)"),
     device: str = typer.Option("cpu"),
-    ray: bool = typer.Option(False, "--ray", help="train the K models as Ray tasks (pip install 'reconbench[cluster]')"),
+    ray: bool = typer.Option(False, "--ray", help="train the K models as Ray tasks (needs Ray: the cluster extra, installed from the checkout)"),
     address: Optional[str] = typer.Option(None, help="with --ray: an existing Ray cluster (default: local Ray)"),
 ) -> None:
     """Estimate model memorization (SoK Eq. 2) of a track's target, for its track card.

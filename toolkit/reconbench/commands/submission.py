@@ -12,7 +12,7 @@ from typing import Optional
 import typer
 
 from reconbench.commands.weights import apply_offline, offline_option, weights_dir_option
-from reconbench.console import console, escape, fail
+from reconbench.console import console, escape, fail, invoked_as
 
 FORMATS = ("text", "markdown", "json")
 
@@ -31,7 +31,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def submit(
         result_dir: Path = typer.Argument(..., help="a folder written by `recon-submit evaluate`"),
-        team: str = typer.Option(..., help="team slug: the folder under submissions/ ([a-z0-9-])"),
+        team: str = typer.Option(..., help="team slug: the folder under submissions/ (lower-case letters, digits and hyphens)"),
         root: Path = typer.Option(Path("submissions"), help="the submissions folder of your checkout"),
         key: Optional[Path] = typer.Option(None, help="the private key that signed the result (default: keygen's)"),
         name: Optional[str] = typer.Option(None, help="display name, when the team is new"),
@@ -52,8 +52,11 @@ def register(app: typer.Typer) -> None:
         from reconbench.submissions.team import TeamError
 
         if result_dir.is_file():
-            fail(f"{result_dir}: pass the result folder written by evaluate, not a file in it: "
-                 f"recon-submit submit {result_dir.parent} --team {team}")
+            if (result_dir.parent / "result.json").is_file():
+                fail(f"{result_dir}: pass the result folder written by evaluate, not a file in it: "
+                     f"recon-submit submit {shlex.quote(str(result_dir.parent))} --team {team}")
+            fail(f"{result_dir}: a file, not a result folder: pass the folder that `recon-submit evaluate` wrote "
+                 "(it holds result.json; evaluate prints its path, under recon-results/ unless --out was given)")
         if (hub_repo is None) != (hub_revision is None):
             fail("--hub-repo and --hub-revision go together")
         pin = HubPin(hub_repo, hub_revision, hub_filename) if hub_repo else None
@@ -61,11 +64,13 @@ def register(app: typer.Typer) -> None:
             out = submit_result(result_dir, team, root=root, key_path=key, team_name=name, links=link,
                                 contact=contact, add_key=add_key, readme=readme, hub=pin)
         except (SubmitError, TeamError, *USER_ERRORS) as exc:
-            fail(str(exc))
-        entry = out.entry.relative_to(Path.cwd()) if out.entry.is_relative_to(Path.cwd()) else out.entry
+            fail(str(exc), options=getattr(exc, "options", ()))
+        here = Path.cwd()
+        entry = out.entry.relative_to(here) if out.entry.is_relative_to(here) else out.entry
+        team_file = out.team_file.relative_to(here) if out.team_file.is_relative_to(here) else out.team_file
         console.print(f"entry written: [bold]{escape(entry)}[/]")
         if out.team_created:
-            console.print(f"new team file: {escape(out.team_file)} (check the display name and links)", soft_wrap=True)
+            console.print(f"new team file: {escape(team_file)} (check the display name and links)", soft_wrap=True)
         if out.key_added:
             console.print(f"your key was added to {escape(out.team_file)}")
         entry_id = out.result.payload.entry_id
@@ -73,7 +78,7 @@ def register(app: typer.Typer) -> None:
         root_arg = "" if root.resolve() == Path("submissions").resolve() else f" --root {shlex.quote(str(root))}"
         console.print(
             "\nNext steps:\n"
-            f"  1. recon-submit validate {shlex.quote(str(entry))}{root_arg}        # the checks CI runs, re-scoring included\n"
+            f"  1. {invoked_as()} validate {shlex.quote(str(entry))}{root_arg}        # the checks CI runs, re-scoring included\n"
             f"  2. git checkout -b submit/{entry_id}\n"
             f"  3. git add {shlex.quote(str(entry.parent))}\n"
             f"  4. git commit -m 'Add {entry_id}'\n"
@@ -102,9 +107,6 @@ def register(app: typer.Typer) -> None:
         Example: recon-submit validate submissions/my-lab/ENTRY
         """
         apply_offline(offline)
-        from reconbench.submissions import validate_board
-        from reconbench.submissions.report import render_json, render_markdown, render_text
-
         if format not in FORMATS:
             fail(f"--format must be one of {', '.join(FORMATS)}")
         # Paths typed on the command line must each hold an entry (a typo is an error); paths from a
@@ -115,6 +117,9 @@ def register(app: typer.Typer) -> None:
         if selected is None and not root.is_dir():  # outside a checkout: nothing to check is not "OK"
             fail(f"--root {root}: no such folder, so nothing to validate (run it in a checkout of the "
                  "repository, or pass --root or the entry folders)")
+        from reconbench.submissions import validate_board  # the heavy part: after the checks of the arguments
+        from reconbench.submissions.report import render_json, render_markdown, render_text
+
         from reconbench.judge import report as studies  # judge studies: reconbench.judge.check
 
         judgements = judgements or root.parent / "judgements"

@@ -36,6 +36,15 @@ def register(app: typer.Typer) -> None:
     group.command("status")(status)
 
 
+# Where the official addresses cannot be reached: the two other ways to the same checked files
+OFFLINE_WAYS = (
+    "without the official addresses: serve the two official files from a server you can reach and pass "
+    "--mirror URL (or set RECONBENCH_WEIGHTS_MIRROR); the same size and sha256 checks apply",
+    "or copy the official files (or their conversions) into a folder and pass --weights-dir DIR to "
+    "evaluate, score and validate; `recon-submit weights status` lists the file names",
+)
+
+
 def fetch(
     mirror: Optional[str] = typer.Option(None, help="base URL serving the files under their official names "
                                          "(default: $RECONBENCH_WEIGHTS_MIRROR, else the official addresses)"),
@@ -49,12 +58,13 @@ def fetch(
     from reconbench.metrics.weights import all_pinned, downloads_allowed
 
     if not downloads_allowed():
-        fail("HF_HUB_OFFLINE=1 is set, so nothing is downloaded; unset it to fetch the weights")
+        fail("HF_HUB_OFFLINE=1 is set, so nothing is downloaded; unset it to fetch the weights (from the official "
+             "addresses, or from your mirror: --mirror URL)", options=OFFLINE_WAYS[1:])
     for spec in all_pinned():
         try:
             path, downloaded = fetch_one(spec, mirror=mirror, progress=None if quiet else rich_task)
         except WeightsError as exc:
-            fail(str(exc))
+            fail(str(exc), options=OFFLINE_WAYS)
         if downloaded:
             console.print(f"{spec.key} ({spec.used_by}): fetched {source_url(spec, mirror)}, sha256 {spec.sha256} "
                           f"checked, converted to {path}", highlight=False)

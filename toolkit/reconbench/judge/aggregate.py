@@ -6,6 +6,11 @@ share of all answers. Here: the plurality winner among a target's valid answers;
 votes is reported as a tie and credited to nobody (the SoK does not say how it broke ties);
 "# of All" needs every repeat valid and on the same condition; Pred Rate is over valid answers.
 
+The SoK's "# of Major" rows each sum to exactly 1,000 (Tables 3-5, 8 and 11), so it credited every
+tie to someone, without saying how. Beside our count, `major_ties_split` gives a count a reader can
+set beside the SoK's: TIE_RULE. It is computed from the signed votes when shown (the signed
+aggregates stay as they were), and its rows sum to the targets with at least one valid answer.
+
 Position bias (beyond the paper): how often each image position (2..K+1) is chosen over all valid
 answers, with a chi-square test against the uniform 1/K. With randomised order a condition's votes
 are spread over the positions, so a position-biased judge shows up here and not in Pred Rate.
@@ -25,6 +30,23 @@ def target_outcome(votes: list[dict], k: int) -> dict:
     leaders = sorted(c for c, n in counts.items() if n == top)
     return {"winner": leaders[0] if len(leaders) == 1 else None, "tied": leaders if len(leaders) > 1 else [],
             "counts": [counts.get(c, 0) for c in range(k)]}
+
+
+TIE_RULE = ("a target tied between m conditions (each with the most valid votes) counts 1/m for each of them, "
+            "so the counts sum to the targets with a valid answer, as the SoK's sum to 1,000; the SoK does not "
+            "state its rule (an argmax that keeps the first maximum would credit every tie to the first condition)")
+
+
+def major_ties_split(targets: list[dict], k: int) -> list[float]:
+    """# of Major with ties shared out by TIE_RULE (targets[i]["votes"], as for aggregates)."""
+    counts = [0.0] * k
+    for target in targets:
+        outcome = target_outcome(target["votes"], k)
+        if outcome["winner"] is not None:
+            counts[outcome["winner"]] += 1.0
+        for c in outcome["tied"]:
+            counts[c] += 1.0 / len(outcome["tied"])
+    return [round(v, 9) for v in counts]
 
 
 def aggregates(targets: list[dict], k: int, repeats: int) -> dict:

@@ -63,10 +63,14 @@ def load_entry(entry_dir: Path) -> Entry:
     from reconbench.text.results import TextResultFile, parse_any_result
 
     folder = Path(entry_dir)
+    if not (folder / RESULT_FILE).is_file():
+        raise ReproduceError(f"{folder}: not an entry folder (no {RESULT_FILE} in it); pass submissions/<team>/<entry-id>")
     try:
         result = parse_any_result(folder / RESULT_FILE)
         verify_payload(payload_dict(result), result.signature.model_dump(), trusted_keys=_team_keys(folder.parent))
-    except (ResultError, SigningError) as exc:
+    except ResultError as exc:  # its message names the file
+        raise ReproduceError(str(exc)) from None
+    except SigningError as exc:
         raise ReproduceError(f"{folder / RESULT_FILE}: {exc}") from None
     attack = result.payload.attack
     if isinstance(result, TextResultFile):

@@ -84,6 +84,7 @@ class Board:
         self._ids: dict[str, list[Path]] = defaultdict(list)
         self._keys: dict[str, set[str]] = defaultdict(set)
         self._info: dict[Path, dict] = {}
+        self._payloads: dict[Path, object] = {}  # entry -> its signed payload (image or text)
         self._entries = 0
         self._git: dict[Path, tuple[int, int]] = {}
         self._spaces: dict[Path, object] = {}
@@ -132,6 +133,7 @@ class Board:
             self._info[entry] = dict(track=p.track, training=p.scenario.split("/")[0], team=entry.parent.name,
                                      public_key=result.signature.public_key, recon=p.reconstructions,
                                      finished=_utc(p.provenance.finished), setting=setting_of(p))
+            self._payloads[entry] = p
             self._entries += 1
 
     # ---------------------------------------------------------------- who was first
@@ -205,6 +207,11 @@ class Board:
     def signed_with(self, public_key: str) -> list[Path]:
         self._build()
         return [e for e, i in self._info.items() if i["public_key"] == public_key]
+
+    def payload(self, entry: Path):
+        """The entry's signed payload, as parsed and verified when the board was built."""
+        self._build()
+        return self._payloads[entry]
 
     def team_of(self, entry: Path) -> str:
         self._build()

@@ -29,6 +29,27 @@ from reconbench.submissions.team import new_team as new_team_of
 class SubmitError(Exception):
     """A result that cannot be submitted as asked; the message says why and what to do."""
 
+    def __init__(self, message: str, options: list[str] | tuple[str, ...] = ()):
+        super().__init__(message)
+        self.options = tuple(options)  # what to do instead, one line each (shown under the message)
+
+
+def _refuse_a_rerun(result: ResultFile, result_dir: Path, root: Path) -> None:
+    """A re-run of an entry already under `root` is refused before anything is written
+    (submissions/reproduces.py): validate would fail it, and the newcomer has better options."""
+    from reconbench.submissions import reproduces
+    from reconbench.submissions.board import Board
+
+    if not root.is_dir():
+        return
+    board = Board(root)
+    p = result.payload
+    candidates = sorted(board.same_target(p.track, p.scenario.split("/")[0]), key=board.arrival)
+    found = reproduces.finding(p, [(e, board.payload(e)) for e in candidates])
+    if found:
+        line, options = reproduces.advice(found, p, root, run_dir=str(result_dir))
+        raise SubmitError(line, options)
+
 
 @dataclass(frozen=True)
 class HubPin:
@@ -142,6 +163,7 @@ def submit_result(result_dir: Path, team: str, *, root: Path = DEFAULT_ROOT, key
             raise SubmitError(f"team.toml for a new team '{team}': {exc}") from None
         team_created = True
 
+    _refuse_a_rerun(result, result_dir, root)  # before anything is written
     entry = team_dir / result.payload.entry_id
     if os.path.lexists(entry):
         raise SubmitError(f"{entry}: already exists (this result was submitted before)")

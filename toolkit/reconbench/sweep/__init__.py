@@ -1,6 +1,6 @@
 """`recon-submit sweep`: a grid of evaluations (grid.py) run as jobs on Ray or in-process (run.py).
 
-Ray is optional (`pip install 'reconbench[cluster]'`); cluster.py starts or joins it.
+Ray is optional (the `cluster` extra: `.venv/bin/pip install -e '.[cluster]'` in a checkout); cluster.py starts or joins it.
 """
 
 from reconbench.sweep.grid import BUDGETS, Grid, GridError, Job, load_grid

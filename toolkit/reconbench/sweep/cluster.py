@@ -21,12 +21,18 @@ class ClusterError(RuntimeError):
     """Ray is missing or cannot be started/joined."""
 
 
+# reconbench is not on PyPI: the extra is installed from the checkout (the venv `make` made).
+RAY_MISSING = ("Ray is not installed: install the cluster extra from your checkout "
+               "(.venv/bin/pip install -e '.[cluster]'; `make test` installs it too), or pass --local "
+               "to run the jobs one after another without Ray")
+
+
 def import_ray():
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # never phone home, in tests or anywhere
     try:
         import ray
     except ImportError:
-        raise ClusterError("Ray is not installed: pip install 'reconbench[cluster]'") from None
+        raise ClusterError(RAY_MISSING) from None
     return ray
 
 

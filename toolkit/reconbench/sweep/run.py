@@ -173,6 +173,10 @@ def run_sweep(jobs: list[Job], *, out: Path, key_path: Path, device: str = "cpu"
             summary.outcomes.append(Outcome(job, "skipped", entry_id=result.payload.entry_id))
         else:
             todo.append(job)
+    if todo and backend == "ray":  # no Ray: one clear error now, not every job "interrupted" in a summary
+        from reconbench.sweep.cluster import import_ray
+
+        import_ray()
     if on_start:
         on_start(len(todo))
     finished: set[str] = set()

@@ -66,7 +66,7 @@ def score_against(recs: TextSet | tuple[TextItem, ...], target: TextSet, *, devi
 
 
 def score_pairs(reconstructions: list[str], targets: list[str], *, device: str = "cpu") -> dict:
-    """score_text with round-off at a range's edge put on the edge (see _within_range). Memoised per
+    """score_text (round-off at a range's edge is put on the edge there). Memoised per
     process on the texts themselves: a board run re-scores byte-identical pairs once (MiniLM on 500
     pairs is ~20 CPU-seconds)."""
     return dict(_score_pairs(tuple(reconstructions), tuple(targets), str(device)))
@@ -76,23 +76,8 @@ def score_pairs(reconstructions: list[str], targets: list[str], *, device: str =
 def _score_pairs(reconstructions: tuple[str, ...], targets: tuple[str, ...], device: str) -> tuple:
     from reconbench.text.metrics import score_text
 
-    scored = score_text(list(reconstructions), list(targets), device=device)
-    return tuple((name, _within_range(name, m)) for name, m in scored.items())
-
-
-ROUND_OFF = 1e-6  # BLEU 100.00000000000001 / 100, a float32 cosine of 1.0000001 for identical texts
-
-
-def _within_range(name: str, metric):
-    """Round-off just outside a metric's range is put on its edge (what the result schema requires);
-    anything further out is left for the schema to refuse."""
-    from reconbench.text.results import TEXT_METRIC_RANGES
-
-    low, high = TEXT_METRIC_RANGES[name]
-    if metric.value is None or low <= metric.value <= high:
-        return metric
-    edge = low if metric.value < low else high
-    return metric.model_copy(update={"value": edge}) if abs(metric.value - edge) <= ROUND_OFF else metric
+    scored = score_text(list(reconstructions), list(targets), device=device)  # round-off at an edge: on it
+    return tuple(scored.items())
 
 
 def evaluate_text(*, track_id: str, attack: str, scenario: str | None = None, seed: int = 0, device: str = "cpu",

@@ -43,12 +43,12 @@ from reconbench.results import (
 )
 from reconbench.signing import SigningError, sign_payload, verify_payload
 from reconbench.text.items import TextItem, TextSet, jsonl_bytes
+from reconbench.text.metrics.info import RANGES
 from reconbench.text.jsonl import MAX_FILE_BYTES, MAX_ITEMS, TEXT_RECONSTRUCTIONS_FILE, TextFileError, read_jsonl
 
 # The metrics a text result may claim (reconbench.text.metrics computes them): all in [0, 1], all ↑.
 TEXT_METRIC_NAMES = ("bleu", "rouge_l", "similarity", "exact_match")
-# similarity is a mean cosine, which can be negative; the others are shares and F-measures.
-TEXT_METRIC_RANGES = {"bleu": (0.0, 1.0), "rouge_l": (0.0, 1.0), "similarity": (-1.0, 1.0), "exact_match": (0.0, 1.0)}
+TEXT_METRIC_RANGES = RANGES  # similarity is a mean cosine, which can be negative (text/metrics/info.py)
 TEXT_SCENARIO = r"^static/(white-box|black-box)/(none|similar|same)$"  # the SoK's text attacks are static
 
 

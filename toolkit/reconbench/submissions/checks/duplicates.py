@@ -10,15 +10,21 @@ An entry fails only when an entry that reached the board *before* it has
     configuration (board.setting_of), more than DUPLICATE_SHARE are seed copies of its reconstructions
     (submissions/seedcopy.py: a second seed of one configuration must be an independent run).
 The message names the original. The earlier entry is never failed by a later one: a newcomer can
-never knock an entry off the board. The board is every other entry under the root whose
+never knock an entry off the board. When the original ran the same run (same attack, settings and
+seed), the entry is a re-run of it, also when only every metric agrees within the reproduction
+tolerances: the message says "this reproduces entry X; nothing new to rank" and what to do instead
+(submissions/reproduces.py). The board is every other entry under the root whose
 result.json parses and whose signature verifies under its team's keys (an unsigned stray file
 cannot claim a real entry's hash).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from reconbench.submissions.board import setting_of
 from reconbench.submissions.checks.base import Check, CheckFailed, Context
+from reconbench.submissions import reproduces
 from reconbench.submissions.nearcopy import HELD_SHARE, Space, public_space
 
 # The same share as holding: an honest entry has at most ~2% of its reconstructions this close to
@@ -31,7 +37,7 @@ def _rel(ctx: Context, path) -> str:
     return f"{path.parent.name}/{path.name}"
 
 
-def _near_duplicate(ctx: Context, candidates: list, own: bool = False) -> tuple[str, float] | None:
+def _near_duplicate(ctx: Context, candidates: list, own: bool = False) -> tuple[Path, float] | None:
     """The first candidate that more than DUPLICATE_SHARE of this entry's reconstructions copy: by the
     track's near-copy thresholds (another team's entry), or as seed copies (own: the team's own run of
     the same configuration, submissions/seedcopy.py)."""
@@ -47,8 +53,15 @@ def _near_duplicate(ctx: Context, candidates: list, own: bool = False) -> tuple[
             continue
         share = seed_copy_share(space.images, ctx.images) if own else Space.flag(space, ctx.images, thresholds).share
         if share > DUPLICATE_SHARE:
-            return _rel(ctx, other), share
+            return other, share
     return None
+
+
+def _reproduction(ctx: Context, found: reproduces.Finding) -> CheckFailed:
+    mine = Path(ctx.root.name) / ctx.entry_dir.relative_to(ctx.root)  # the entry is a run folder too
+    line, options = reproduces.advice(found, ctx.result.payload, ctx.root, run_dir=str(mine),
+                                      first=ctx.board.how_first(found.original))
+    return CheckFailed(line, options)
 
 
 def check(ctx: Context) -> list[Check]:
@@ -60,7 +73,10 @@ def check(ctx: Context) -> list[Check]:
     if same_id:
         problems.append(f"entry_id '{payload.entry_id}' is already on the board as {_rel(ctx, same_id[0])}, "
                         f"which came first ({board.how_first(same_id[0])})")
+    same_target = board.earlier(me, board.same_target(payload.track, payload.scenario.split("/")[0]))
     same_file = board.earlier(me, board.by_sha256(payload.reconstructions.sha256))
+    if same_file and not same_id and reproduces.same_run(payload, board.payload(same_file[0])):
+        raise _reproduction(ctx, reproduces.Finding(same_file[0], "the same reconstruction file"))
     if same_file:
         problems.append(f"the same reconstruction file (sha256 {payload.reconstructions.sha256[:16]}...) is already "
                         f"on the board as {_rel(ctx, same_file[0])}, which came first ({board.how_first(same_file[0])})")
@@ -77,14 +93,22 @@ def check(ctx: Context) -> list[Check]:
         near = _near_duplicate(ctx, [e for e in earlier if board.team_of(e) != ctx.unit.team])
         own = _near_duplicate(ctx, [e for e in earlier if board.team_of(e) == ctx.unit.team and board.setting(e) == mine],
                               own=True)
+        for found in (near, own):  # the same run again: a reproduction of it, said so (submissions/reproduces.py)
+            if found and not same_id and reproduces.same_run(payload, board.payload(found[0])):
+                how = f"{found[1]:.0%} of the reconstructions are near-duplicates of its reconstructions"
+                raise _reproduction(ctx, reproduces.Finding(found[0], how))
         if near:
-            problems.append(f"{near[1]:.0%} of the reconstructions are near-duplicates of those of {near[0]}, "
+            problems.append(f"{near[1]:.0%} of the reconstructions are near-duplicates of those of {_rel(ctx, near[0])}, "
                             f"which came first (more than {DUPLICATE_SHARE:.0%} within the track's near-copy "
                             "thresholds)")
         if own:
-            problems.append(f"{own[1]:.0%} of the reconstructions are near-identical twins of those of {own[0]}, the "
-                            f"same team's earlier run of the same configuration (more than {DUPLICATE_SHARE:.0%}): "
-                            "another seed must be an independent run, not a copy")
+            problems.append(f"{own[1]:.0%} of the reconstructions are near-identical twins of those of "
+                            f"{_rel(ctx, own[0])}, the same team's earlier run of the same configuration (more than "
+                            f"{DUPLICATE_SHARE:.0%}): another seed must be an independent run, not a copy")
+    if not problems:  # no copy found, but maybe the same run again, every metric within tolerance
+        found = reproduces.finding(payload, [(e, board.payload(e)) for e in same_target])
+        if found:
+            raise _reproduction(ctx, found)
     if problems:
         raise CheckFailed(problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""), problems)
     notes = ""

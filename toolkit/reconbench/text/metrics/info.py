@@ -12,6 +12,12 @@ from typing import NamedTuple, Literal
 SOK_APP_B = "Wen, Liu, Backes, Zhang, SoK: Data Reconstruction Attacks Against ML Models, USENIX Security 2025, App. B"
 
 
+# Each metric's range (what a result may claim): shares and F-measures in [0, 1]; similarity is a
+# mean cosine, which can be negative. score_text puts round-off just outside on the edge.
+RANGES: dict[str, tuple[float, float]] = {"bleu": (0.0, 1.0), "rouge_l": (0.0, 1.0), "similarity": (-1.0, 1.0),
+                                          "exact_match": (0.0, 1.0)}
+
+
 class TextMetricInfo(NamedTuple):
     title: str
     direction: Literal["↑"]  # every text metric: higher = closer to the targets = stronger attack

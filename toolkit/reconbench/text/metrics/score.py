@@ -8,6 +8,7 @@ from reconbench.metrics.report import MetricResult
 
 from .bleu import corpus_bleu
 from .exact import exact_match_rate
+from .info import RANGES
 from .rouge import mean_rouge_l
 from .similarity import mean_similarity
 
@@ -43,4 +44,18 @@ def score_text(reconstructions: Sequence[str], targets: Sequence[str], *, device
         "similarity": mean_similarity(recs, tars, device=device),
         "exact_match": exact_match_rate(recs, tars),
     }
-    return {name: MetricResult(value=float(v), status="computed") for name, v in values.items()}
+    return {name: MetricResult(value=within_range(name, float(v)), status="computed") for name, v in values.items()}
+
+
+ROUND_OFF = 1e-6  # sacrebleu's 100.00000000000004 / 100 for identical texts; a float32 cosine of 1.0000001
+
+
+def within_range(name: str, value: float) -> float:
+    """Round-off just outside a metric's range is put on its edge, here where the score is computed
+    (the result schema refuses 1.0000000000000004 as out of range); anything further out is a bug,
+    left for the schema to refuse."""
+    low, high = RANGES[name]
+    if low <= value <= high:
+        return value
+    edge = low if value < low else high
+    return edge if abs(value - edge) <= ROUND_OFF else value
