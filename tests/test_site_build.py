@@ -35,6 +35,13 @@ def test_empty_submissions_build(tmp_path):
     for name in ATTACKS:  # one page per registered attack, entries or not
         assert (out / "attacks" / name / "index.html").is_file()
         assert json.loads(read(out, f"downloads/badges/{name}.json"))["message"] == "no entries"
+    from reconbench.catalogue import TEXT_BY_NAME
+
+    index = read(out, "attacks/index.html")
+    for name in TEXT_BY_NAME:  # the built-in text attacks are paged and indexed too (issue 24, point 3)
+        page = read(out, f"attacks/{name}/index.html")
+        assert "built into the toolkit" in page and "text (SoK App. B)" in page
+        assert f'href="{name}/"' in index
     assert json.loads(read(out, "downloads/leaderboard.json"))["entries"] == []
     # the bundled plotly.js and the schema are there even without entries
     assert (out / "assets/javascripts/plotly.min.js").stat().st_size > 1_000_000
@@ -111,7 +118,7 @@ def test_planned_tracks_share_one_page_and_boards_are_per_track(board):
     nav = read(out, "leaderboards/digits/index.html")
     assert "Planned tracks" in nav and planned[0].id not in nav  # the nav lists the planned page, not each track
     combined = read(out, "leaderboards/index.html")
-    assert 'id="board-all-digits"' in combined and 'id="board-all"' not in combined
+    assert 'id="board-all-digits-static-white-box-none"' in combined and 'id="board-all"' not in combined
     entry = read(out, f"entries/honest/{good.name}/index.html")
     assert entry.index('id="metrics"') < entry.index("Our notes on the method.") < entry.index('id="validation-report"')
 
@@ -119,9 +126,36 @@ def test_planned_tracks_share_one_page_and_boards_are_per_track(board):
 def test_board_puts_metrics_right_after_the_attack(board):
     out, *_ = board
     digits = read(out, "leaderboards/digits/index.html")
-    head = digits[digits.index('id="board-digits"'):]
+    head = digits[digits.index('id="board-digits-static-white-box-none"'):]
     head = head[:head.index("</thead>")]
-    assert head.index("Attack") < head.index("SSIM") < head.index("PSNR") < head.index("Taxonomy cell") < head.index("Trust")
+    assert head.index("Attack") < head.index("SSIM") < head.index("PSNR") < head.index("Trust")
+    assert "Taxonomy cell" not in head  # one table per cell: its heading names the cell
+
+
+def test_board_says_what_it_ranks(board):
+    """Issue 24, point 7: one ranking per taxonomy cell, a column no entry fills hidden with one line
+    saying why, no path of the machine that built the site, a "not computed" reason once."""
+    import os
+    import re
+
+    out, good, _, _ = board
+    digits = read(out, "leaderboards/digits/index.html")
+    assert '<h3 id="static-white-box-none">static / white-box / none' in digits
+    assert "One ranking per taxonomy cell" in digits
+    table = digits[digits.index('id="board-digits-static-white-box-none"'):]
+    head = table[:table.index("</thead>")]
+    assert "FID" not in head and "n/a" not in table[:table.index("</table>")]
+    assert re.search(r"Not shown: FID[^<]*\(not computed: the pinned [^<]*InceptionV3 weights were not available", digits)
+    cache = os.environ.get("RECONBENCH_CACHE") or str(__import__("pathlib").Path.home() / ".cache")
+    for page in out.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        assert cache not in text and "/root/.cache" not in text, page
+    entry = read(out, f"entries/honest/{good.name}/index.html")
+    checks = re.findall(r'<li class="rb-check rb-check-not-run">.*?</li>', entry, re.S)
+    fid = [c for c in checks if "rescore.fid" in c]
+    assert len(fid) == 1 and "rescore.prdc_precision" in fid[0]  # one line for FID and the four PRDC values
+    assert entry.count("Not computed:") == 2  # LPIPS (AlexNet) and FID/PRDC (InceptionV3): one line each
+    assert "vision models" not in read(out, "index.html")
 
 
 def test_ssim_convention_beside_every_ssim_header(board):
@@ -184,12 +218,13 @@ def test_charts_carry_the_data(board):
     figures = []
     for chunk in page.split('data-figure="')[1:]:
         figures.append(json.loads(html.unescape(chunk[:chunk.index('"')])))
-    memo, quality = figures
-    assert memo["data"][0]["x"] == [500]  # |D_train| of the digits track, from the registry
-    assert "training-set size" in memo["layout"]["xaxis"]["title"]["text"]
-    assert "↑ higher is better" in memo["layout"]["yaxis"]["title"]["text"]
-    # FID is not computed here: the chart says it shows SSIM instead
-    assert "SSIM is shown instead" in quality["layout"]["title"]["text"]
+    (quality,) = figures
+    # one training-set size (digits: 500) is one x value: no memorization chart, and the page says why
+    assert "has entries at one size only (500 images)" in page
+    assert "↑ higher is better" in quality["layout"]["yaxis"]["title"]["text"]
+    # FID is not computed here: the chart's title (page text above it, clear of the toolbar) says so
+    assert quality["layout"]["title"]["text"] == ""
+    assert "SSIM is shown instead" in page[page.index('<p class="rb-chart-title">'):page.index('data-figure="')]
     entry = json.loads(read(out, "downloads/leaderboard.json"))["entries"]
     ssim = [e for e in entry if e["entry_id"] == good.name][0]
     assert quality["data"][0]["y"] == [pytest.approx(ssim["ssim"])]

@@ -146,7 +146,7 @@ def test_claimed_values_never_rank(site):
     fab = entries(out)[("mallory", "digits-fabricated-fid")]
     assert fab["trust"] == "signed" and fab["fid"] is None and fab["fid_claimed"] == 0.5
     board = (out / "leaderboards/digits/index.html").read_text()
-    assert "ordered by SSIM" in board  # no verified FID anywhere: FID cannot decide the order
+    assert "ranked by SSIM" in board  # no verified FID anywhere: FID cannot decide the order
     assert "claimed, unverified" in board and "rb-claimed" in board
     csv = (out / "downloads/leaderboard.csv").read_text().splitlines()
     assert "fid_claimed" in csv[0].split(",")

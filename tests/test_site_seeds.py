@@ -73,7 +73,7 @@ def test_board_shows_the_group_as_mean_and_std_and_single_runs_unchanged(site):
     assert std > 0  # seeded starts: the seeds differ
     assert f"{mean:.3f} ± {std:.3f}" in rows[0][1] and "3 seeds" in rows[0][1]
     assert all(f">seed {s}</a>" in rows[0][1] for s in (0, 1, 2))
-    table = board[board.index('id="board-digits"'):]
+    table = board[board.index('id="board-digits-static-white-box-none"'):]
     assert table[:table.index("</table>")].count(" data-training=") == 3  # group + 2 single runs
 
 
@@ -104,6 +104,30 @@ def test_chart_error_bars_and_exports_carry_per_seed_values(site):
     assert "seed_group" in (out / "downloads" / "leaderboard.csv").read_text().splitlines()[0]
 
 
+def test_exported_positions_are_the_board_s(site):
+    """Issue 24, point 9: leaderboard.json carries each entry's place in its table of the board (a
+    seed group's place on each member), no place for a failed entry."""
+    out, _ = site
+    entries = export(out)["entries"]
+    by_id = {e["entry_id"]: e for e in entries}
+    assert all(e["position"] is None for e in entries if e["trust"] == "failed")
+    board = page(out, "leaderboards/digits")
+    table = board[board.index('id="board-digits-static-white-box-none"'):]
+    table = table[:table.index("</table>")]
+    rows = re.findall(r'<tr class="rb-ranked"(.*?)</tr>', table, re.S)
+    assert len(rows) == 3
+    for row in rows:
+        place = int(re.search(r'<td data-value="(\d+)">', row).group(1))
+        ids = re.findall(r'title="(digits-mi-face-[^"]+)"', row)
+        assert ids and all(by_id[i]["position"] == place for i in ids), (place, ids)
+    import csv
+
+    with open(out / "downloads" / "leaderboard.csv", newline="", encoding="utf-8") as f:
+        for cells in csv.DictReader(f):
+            expected = by_id[cells["entry_id"]]["position"]
+            assert cells["position"] == ("" if expected is None else str(expected)), cells["entry_id"]
+
+
 def test_matrix_page_per_zoo_family_and_digits(site):
     out, _ = site
     for dataset, arch in {(t.dataset, t.architecture) for t in all_tracks()}:
@@ -111,7 +135,8 @@ def test_matrix_page_per_zoo_family_and_digits(site):
     celeba = page(out, "matrix/celeba-vgg16")
     for title in ("plain", "pre-trained", "BN-frozen", "bottleneck 512", "DP-SGD", "pruned", "backdoor"):
         assert f">{title}</th>" in celeba
-    assert "no entry yet" in celeba and "deepinversion" in celeba
+    # a matrix without entries is the plan of its tracks, not a table of "no entry yet" (issue 24, point 7)
+    assert "No entry yet on any of its" in celeba and "rb-matrix-empty" not in celeba
     digits = page(out, "matrix/sklearn-digits-small-cnn")
     cell = re.search(r'<td class="rb-num" data-track="digits"[^>]*>(.*?)</td>', digits, re.S).group(1)
     entries = [e for e in export(out)["entries"] if e["track"] == "digits" and e["trust"] != "failed"]
@@ -131,8 +156,8 @@ def test_browser_shows_mean_std_and_error_bars(site, browser):
     try:
         b = context.new_page()
         b.goto(f"{url}/leaderboards/digits/")
-        b.wait_for_selector('#board-digits tr[data-seeds="3"]', state="attached")
-        text = b.text_content('#board-digits tr[data-seeds="3"]')
+        b.wait_for_selector('#board-digits-static-white-box-none tr[data-seeds="3"]', state="attached")
+        text = b.text_content('#board-digits-static-white-box-none tr[data-seeds="3"]')
         assert re.search(r"\d\.\d{3} ± \d\.\d{3}", text) and "3 seeds" in text
         # Plotly drew error bars (one per point of the trace that carries them) in both charts
         b.wait_for_function("document.querySelectorAll('.rb-chart .scatterlayer .errorbar').length >= 3")

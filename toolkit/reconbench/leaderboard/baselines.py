@@ -36,6 +36,8 @@ KINDS = {
     "aux-mean": "per-class mean of the auxiliary images",
     "noise": "uniform noise",
 }
+# In a table of one taxonomy cell, whose heading names the data access (leaderboard/cells.py)
+SHORT = {"aux": "aux images as they are", "aux-mean": "per-class aux mean", "noise": "uniform noise"}
 
 
 def cache_dir() -> Path:
@@ -118,7 +120,7 @@ def track_baselines(track) -> list[dict]:
 
             metrics = _cached(key, compute)
             label = KINDS[kind] + (f" ({data}-distribution aux)" if data else "")
-            rows.append(dict(kind=kind, label=label, training=training, data=data or "any",
+            rows.append(dict(kind=kind, label=label, short=SHORT[kind], training=training, data=data or "any",
                              cell=f"{training}/*/{data or '*'}", metrics=metrics))
     return rows
 

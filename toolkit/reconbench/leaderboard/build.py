@@ -24,10 +24,11 @@ from pathlib import Path
 import pandas as pd
 from markupsafe import Markup
 
-from reconbench.leaderboard import baselines, charts, downloads, matrix, seeds, text_board
+from reconbench.leaderboard import baselines, cells, charts, downloads, matrix, seeds, text_board
 from reconbench.leaderboard.reproduction import record_for as reproduction_record
 from reconbench.leaderboard.frame import (
     BOARD_METRICS,
+    LABELS,
     attack_page,
     best_per_dataset,
     entries_frame,
@@ -38,7 +39,7 @@ from reconbench.leaderboard.frame import (
     sort_board,
 )
 from reconbench.leaderboard.gallery import TargetSets, entry_gallery, near_copy_evidence
-from reconbench.leaderboard.pages import Pages
+from reconbench.leaderboard.pages import KNOWLEDGE, Pages
 from reconbench.text.metrics import TEXT_METRICS  # the table only: no scoring library is imported
 
 log = logging.getLogger(__name__)
@@ -80,19 +81,21 @@ def load_reports(root: Path, *, rescore: bool, device: str) -> list:
     return list(validate_entries(paths, root=root, rescore=rescore, device=device))
 
 
-def attack_catalogue(frame: pd.DataFrame) -> list[dict]:
-    """Built-in attacks only, from reconbench.catalogue (no attack code is imported). A name that is
-    not built in comes from an entry's own text: it never gets a page, a nav item or a badge (one
-    entry must not add to the site's structure); it shows only on its entries' pages."""
-    from reconbench.catalogue import BY_NAME
+def attack_catalogue(frame: pd.DataFrame, text_frame: pd.DataFrame | None = None) -> list[dict]:
+    """Built-in attacks only, image and text, from reconbench.catalogue (no attack code is imported).
+    A name that is not built in comes from an entry's own text: it never gets a page, a nav item or
+    a badge (one entry must not add to the site's structure); it shows only on its entries' pages."""
+    from reconbench.catalogue import BY_NAME, TEXT_BY_NAME
 
     counts = listed(frame)["attack"].value_counts().to_dict()
+    if text_frame is not None and len(text_frame):
+        counts.update(listed(text_frame)["attack"].value_counts().to_dict())
     out = []
-    for name in sorted(BY_NAME):
-        a = BY_NAME[name]
+    for name, a in sorted({**BY_NAME, **TEXT_BY_NAME}.items()):
         out.append(dict(
-            name=name, registered=True, paper=a.paper, family=a.family, version=a.version,
-            scenarios=list(a.scenarios), code=a.target, codes=[], summary=a.summary, count=counts.get(name, 0),
+            name=name, registered=True, paper=a.paper, family=a.family, version=a.version, modality=a.modality,
+            role=a.role, scenarios=list(a.scenarios), code=a.target, codes=[], summary=a.summary,
+            count=counts.get(name, 0),
         ))
     return out
 
@@ -108,8 +111,14 @@ def planned_matrix(planned: list) -> dict:
 
 
 def board_metrics(rows: pd.DataFrame) -> list[str]:
-    """The board's metric columns: the SoK's four, plus LPIPS when any row has it."""
-    return [m for m in BOARD_METRICS if m != "lpips" or rows["lpips"].notna().any() or rows["lpips_claimed"].notna().any()]
+    """The board's metric columns: those of the SoK's four (and LPIPS) that some row fills."""
+    return cells.visible_columns(rows, BOARD_METRICS, LABELS)[0]
+
+
+def cell_tables(rows: pd.DataFrame, references=(), by=("scenario",)) -> list[dict]:
+    """The image boards' tables: one ranking per taxonomy cell (leaderboard/cells.py)."""
+    return cells.groups(rows, sort_board, BOARD_METRICS, LABELS, rank_metric, references, by=by,
+                        describe=lambda cell, _: "; ".join(KNOWLEDGE.get(axis, axis) for axis in cell.split("/")))
 
 
 def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleries: bool = True,
@@ -163,15 +172,19 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
         has_entries = board["track"].isin([t.id for t in members]).any()
         family_refs = [r for t in members for r in references.get(t.id, [])]
         fig = charts.memorization_figure(board, members[0], tracks, family_refs) if has_entries else None
-        memo_by_family[key] = Markup(charts.chart_html(fig, "chart-memo-" + "-".join(filter(None, key))))
+        sizes = sorted(int(v) for v in ranked(board)[ranked(board)["track"].isin([t.id for t in members])]["train_size"].dropna().unique())
+        memo_by_family[key] = Markup(charts.chart_html(fig, "chart-memo-" + "-".join(filter(None, key)),
+                                                       empty=charts.memorization_note(charts.family_title(members[0]), sizes)))
     # A planned track (unpublished, no entries) gets no board of its own: they share one page.
     planned = [t for t in tracks if t.status == "unpublished" and not (frame["track"] == t.id).any()]
     planned_ids = {t.id for t in planned}
     track_views = []
+    frame["position"] = pd.array([pd.NA] * len(frame), dtype="Int64")  # set per table below (cells.place_positions)
     for track in tracks:
         if track.id in planned_ids:
             continue
         rows = sort_board(board[board["track"] == track.id])
+        tables = cell_tables(rows, references.get(track.id, []))
         quality = charts.quality_diversity_figure(rows, f" ({track.id})", references.get(track.id, [])) if len(rows) else None
         view = dict(
             track=track, count=len(rows), family=charts.family_title(track),
@@ -179,12 +192,11 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
             quality_chart=Markup(charts.chart_html(quality, f"chart-quality-{track.id}")),
         )
         track_views.append(view)
-        frame.loc[rows.index, "position"] = rows["position"]  # the place on its track's board (exports)
+        cells.place_positions(frame, tables)  # the place in its cell's ranking on its track's board (exports)
         failed = int(((frame["track"] == track.id) & (frame["trust"] == "failed")).sum())
-        pages.page(f"leaderboards/{track.id}.md", "leaderboard.md.j2", track=track, rows=rows,
-                   references=references.get(track.id, []),
-                   ranked_count=int(rows["position"].notna().sum()) if len(rows) else 0,
-                   metrics=board_metrics(rows), rank_metric=rank_metric(rows), failed=failed,
+        pages.page(f"leaderboards/{track.id}.md", "leaderboard.md.j2", track=track, rows=rows, groups=tables,
+                   board_prefix=f"board-{track.id}", show_track=False, show_attack=True,
+                   ranked_count=sum(t["ranked_count"] for t in tables), failed=failed,
                    family=view["family"], memo_chart=view["memo_chart"], quality_chart=view["quality_chart"])
     for key, members in families.items():  # nav: a family of several sizes is a sub-section
         links = [(t.id, f"leaderboards/{t.id}.md") for t in members if t.id not in planned_ids]
@@ -199,11 +211,11 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
         for key, members in families.items()
     ]
     # "All tracks": one board per track with entries; entries of different tracks are never ranked together
-    by_track = [dict(track=v["track"], rows=sort_board(board[board["track"] == v["track"].id]),
-                     references=references.get(v["track"].id, [])) for v in track_views if v["count"]]
+    by_track = [dict(track=v["track"], groups=cell_tables(board[board["track"] == v["track"].id],
+                                                          references.get(v["track"].id, [])))
+                for v in track_views if v["count"]]
     pages.page("leaderboards/index.md", "combined.md.j2", families=[f for f in combined_families if f["tracks"]],
-               by_track=by_track, metrics=board_metrics(board), failed=frame[frame["trust"] == "failed"],
-               planned=len(planned))
+               by_track=by_track, failed=frame[frame["trust"] == "failed"], planned=len(planned))
     chart_sections = [
         dict(title=charts.family_title(members[0]), memo_chart=memo_by_family[key],
              tracks=[v for v in track_views if charts.family_key(v["track"]) == key and v["count"]])
@@ -213,17 +225,25 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
                empty=[c["title"] for c in chart_sections if not c["tracks"]])
     timings["boards"] = time.perf_counter() - t2
 
-    # --- attacks
-    catalogue = attack_catalogue(frame)
+    # --- attacks, image and text: every built-in attack has a page (text tables: text_board)
+    text_frame = text_board.text_frame(text_reports) if text_reports else None
+    catalogue = attack_catalogue(frame, text_frame)
     for attack in catalogue:
-        rows = sort_board(board[board["attack"] == attack["name"]])
-        pages.page(attack_page(attack["name"]), "attack.md.j2", attack=attack, rows=rows, metrics=board_metrics(rows),
-                   references=baselines.for_entries(references, rows) if len(rows) else [])
+        if attack["modality"] == "text":
+            tables = text_board.attack_tables(text_frame, attack["name"])
+        else:
+            rows = board[board["attack"] == attack["name"]]
+            tables = cell_tables(rows, baselines.for_entries(references, rows) if len(rows) else [], by=("track", "scenario"))
+        knows = [(cell, text_board.knowledge_text(cell, attack["role"]) if attack["modality"] == "text"
+                  else "; ".join(KNOWLEDGE.get(axis, axis) for axis in cell.split("/"))) for cell in attack["scenarios"]]
+        pages.page(attack_page(attack["name"]), "attack.md.j2", attack=attack, groups=tables, knows=knows,
+                   board_prefix=f"board-attack-{attack['name']}", show_track=False, show_attack=False)
         nav["attacks"].append((attack["name"], attack_page(attack["name"])))
     pages.page("attacks/index.md", "attacks_index.md.j2", attacks=catalogue)
 
     # --- the attack x variant matrix, one page per dataset and architecture
-    matrices = matrix.matrices(tracks, board, [a["name"] for a in catalogue if a["registered"]])
+    image_attacks = [a for a in catalogue if a["modality"] == "image"]  # the matrix, badges and taxonomy table
+    matrices = matrix.matrices(tracks, board, [a["name"] for a in image_attacks])
     for m in matrices:
         pages.page(m["page"], "matrix.md.j2", m=m)
         nav["matrix"].append((f"{m['dataset']} · {m['architecture']}", m["page"]))
@@ -262,7 +282,7 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
     schema = downloads.schema_json()
     files[downloads.SCHEMA_FILE] = schema
     badges = []
-    for attack in catalogue:
+    for attack in image_attacks:
         badge = downloads.badge(attack["name"], frame)
         files[downloads.badge_file(attack["name"])] = downloads.json.dumps(badge, ensure_ascii=False) + "\n"
         badges.append(dict(attack=attack["name"], file=downloads.badge_file(attack["name"]), badge=badge))
@@ -276,17 +296,16 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
     pages.fragment("home-updated", "fragments/home_updated.html.j2", ranked=len(ranked_rows),
                    teams=ranked_rows["team"].nunique(), failed=int((frame["trust"] == "failed").sum()),
                    updated=last_update(frame), rescored=rescore)
-    cells: dict[str, list[str]] = {}
-    for attack in catalogue:
-        if attack["registered"]:
-            for s in attack["scenarios"]:
-                cells.setdefault(s, []).append(attack["name"])
-    pages.fragment("taxonomy-table", "fragments/taxonomy_table.html.j2", cells=cells)
+    cell_attacks: dict[str, list[str]] = {}
+    for attack in image_attacks:
+        for s in attack["scenarios"]:
+            cell_attacks.setdefault(s, []).append(attack["name"])
+    pages.fragment("taxonomy-table", "fragments/taxonomy_table.html.j2", cells=cell_attacks)
     pages.fragment("metric-table", "fragments/metric_table.html.j2")
     pages.fragment("text-metric-table", "fragments/text_metric_table.html.j2", metrics=TEXT_METRICS)
     pages.fragment("result-schema", "fragments/result_schema.html.j2", schema=schema, schema_file=downloads.SCHEMA_FILE)
 
-    text_frame = text_board.add_text_site(text_reports, pages, files, nav)
+    text_frame = text_board.add_text_site(text_reports, pages, files, nav, frame=text_frame)
     files.update(text_board.text_exports(text_frame))
 
     files.update(pages.markdown)

@@ -39,6 +39,8 @@ def _text(value) -> str:
 
 
 def _layout(title: str, x_title: str, y_title: str, **extra) -> dict:
+    # The title travels in the figure (tests and downloads read it) but chart_html shows it above
+    # the plot as HTML: inside the figure Plotly's toolbar covered it and a phone cut it.
     return dict(
         title=dict(text=title, font=dict(size=15), x=0.01, xanchor="left", y=0.97, yanchor="top"),
         xaxis=dict(title=dict(text=x_title), zeroline=False, gridcolor="#e5e5e5"),
@@ -87,20 +89,30 @@ def family_title(track) -> str:
     return f"{track.dataset} · {track.architecture}" + (f" ({track.variant})" if track.variant else "")
 
 
-def reference_lines(references: list[dict], metric: str, with_track: bool = False) -> tuple[list, list]:
-    """Dotted horizontal lines (layout shapes + labels) at each reference baseline's value of `metric`."""
-    shapes, notes = [], []
+REFERENCE_DASH = {"noise": "dot", "aux": "dash", "aux-mean": "dashdot"}
+
+
+def reference_traces(references: list[dict], metric: str, x_range: tuple[float, float], with_track: bool = False,
+                     visible: bool = True) -> list[go.Scatter]:
+    """A grey horizontal line per reference baseline at its value of `metric`, named in the legend
+    (labels drawn on the plot overlapped where baselines score alike), its value on hover."""
+    traces = []
     for ref in references:
         value = (ref.get("metrics") or {}).get(metric)
         if not value:
             continue
         y = value["value"]
-        label = f"reference: {ref['label']} ({ref['cell']}" + (f", {ref['track']}" if with_track else "") + ")"
-        shapes.append(dict(type="line", xref="paper", x0=0, x1=1, yref="y", y0=y, y1=y,
-                           line=dict(color="#888", width=1, dash="dot")))
-        notes.append(dict(xref="paper", x=1, xanchor="right", y=y, yanchor="bottom", showarrow=False,
-                          text=_text(label), font=dict(size=10, color="#666")))
-    return shapes, notes
+        # short: a legend item must fit a phone's width (ref["label"] is the long form)
+        where = [f"{ref['data']} aux"] if ref.get("data") not in (None, "any") else []
+        where += [ref["training"]] if ref.get("training") else []
+        where += [ref["track"]] if with_track and ref.get("track") else []
+        label = f"reference: {ref.get('short', ref['label'])}" + (f" ({', '.join(where)})" if where else "")
+        traces.append(go.Scatter(
+            x=list(x_range), y=[y, y], mode="lines", name=_text(label), legendgroup="references",
+            line=dict(color="#888", width=1, dash=REFERENCE_DASH.get(ref.get("kind"), "dot")), visible=visible,
+            hovertemplate=f"{_text(label)}<br>{LABELS[metric]} {y:.3f}<extra></extra>",
+        ))
+    return traces
 
 
 def memorization_figure(frame: pd.DataFrame, track, tracks: list, references: list[dict] | None = None
@@ -115,8 +127,8 @@ def memorization_figure(frame: pd.DataFrame, track, tracks: list, references: li
     data = ranked(frame)
     data = data[data["track"].isin(family)]
     metrics = [m for m in BOARD_METRICS if data[m].notna().any()]
-    if data.empty or not metrics:
-        return None
+    if data.empty or not metrics or data["train_size"].nunique() < 2:
+        return None  # one training-set size is one x value: no view of memorization (memorization_note)
     first = next(m for m in RANK_PREFERENCE if m in metrics)
     fig = go.Figure()
     visible_by_metric: dict[str, list[bool]] = {m: [] for m in metrics}
@@ -148,14 +160,16 @@ def memorization_figure(frame: pd.DataFrame, track, tracks: list, references: li
                 visible_by_metric[m].append(m == metric)
     refs = references or []
     many = len({r.get("track") for r in refs}) > 1
-    lines = {m: reference_lines(refs, m, many) for m in metrics}
+    sizes = sorted({int(t.train_size) for t in family.values()})
+    for metric in metrics:
+        for trace in reference_traces(refs, metric, (sizes[0], sizes[-1]), many, visible=metric == first):
+            fig.add_trace(trace)
+            for m in metrics:
+                visible_by_metric[m].append(m == metric)
     buttons = [
-        dict(label=LABELS[m], method="update",
-             args=[{"visible": visible_by_metric[m]},
-                   {"yaxis.title.text": axis_title(m), "shapes": lines[m][0], "annotations": lines[m][1]}])
+        dict(label=LABELS[m], method="update", args=[{"visible": visible_by_metric[m]}, {"yaxis.title.text": axis_title(m)}])
         for m in metrics
     ]
-    sizes = sorted({int(t.train_size) for t in family.values()})
     fig.update_layout(**_layout(
         f"Memorization view: best entry per attack vs. training-set size ({_text(family_title(track))})",
         "training-set size |D_train| of the target model [images] (smaller = more memorization)",
@@ -164,7 +178,6 @@ def memorization_figure(frame: pd.DataFrame, track, tracks: list, references: li
         updatemenus=[dict(type="buttons", direction="right", x=0.0, xanchor="left", y=1.02, yanchor="bottom",
                           pad=dict(t=0, b=0), buttons=buttons, showactive=True, active=metrics.index(first))]
         if len(metrics) > 1 else [],
-        shapes=lines[first][0], annotations=lines[first][1],
     ))
     fig.update_xaxes(type="log" if len(sizes) > 2 and sizes[-1] / max(sizes[0], 1) > 8 else "linear",
                      tickvals=sizes)
@@ -220,10 +233,20 @@ def quality_diversity_figure(frame: pd.DataFrame, title_suffix: str = "", refere
         "SSIM coverage α: distinct targets matched [% of D_tar] (↑ higher is better)",
         axis_title(metric),
     ))
-    shapes, notes = reference_lines(references or [], metric)
-    fig.update_layout(shapes=shapes, annotations=notes)
+    for trace in reference_traces(references or [], metric, (0, 100)):
+        fig.add_trace(trace)
     fig.update_xaxes(range=[-2, 102])
     return fig
+
+
+def memorization_note(family: str, sizes: list[int]) -> str:
+    """What the track page says where the memorization view has nothing to plot."""
+    if len(sizes) < 2:
+        size = f" ({sizes[0]:,} images)" if sizes else ""
+        return (f"The memorization view plots a metric against the training-set size of the target model. "
+                f"{family} has entries at one size only{size}: there is nothing to plot until a track of "
+                "another size of this dataset and architecture has entries.")
+    return "No entries to chart yet."
 
 
 def figure_json(fig: go.Figure) -> str:
@@ -236,4 +259,13 @@ def chart_html(fig: go.Figure | None, chart_id: str, empty: str = "No entries to
     # run the JSON as JavaScript. html.escape makes any JSON text a safe attribute value.
     if fig is None:
         return f'<p class="rb-empty">{html.escape(empty)}</p>'
-    return f'<div class="rb-chart" id="{html.escape(chart_id)}" data-figure="{html.escape(figure_json(fig), quote=True)}"></div>'
+    # The title above the plot, in the page: there the toolbar cannot cover it and a phone wraps it.
+    # Its text is the figure's: our words and _text-escaped data, with <br><sup> for a note.
+    title = fig.layout.title.text or ""
+    main, _, note = title.partition("<br><sup>")
+    caption = main + (f'<br><small>{note.removesuffix("</sup>")}</small>' if note else "")
+    shown = go.Figure(fig)
+    shown.update_layout(title=dict(text=""), margin=dict(t=40 if shown.layout.updatemenus else 20))
+    return (f'<p class="rb-chart-title">{caption}</p>' if caption else "") + \
+        f'<div class="rb-chart" id="{html.escape(chart_id)}" data-figure="{html.escape(figure_json(shown), quote=True)}" ' \
+        f'data-title="{html.escape(title, quote=True)}"></div>'

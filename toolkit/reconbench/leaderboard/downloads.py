@@ -57,7 +57,9 @@ def leaderboard_json(frame: pd.DataFrame, references: dict | None = None) -> str
         "schema_version": 1,
         "description": "All ReconBench entries (failed ones included, with trust 'failed' and no metrics); "
                        "metric values are the SoK's S-Dis / FID, *_coverage the coverage alpha in [0, 1]; <m> is "
-                       "the verified value (the only one that ranks), <m>_claimed the claimed one.",
+                       "the verified value (the only one that ranks), <m>_claimed the claimed one. position is "
+                       "the entry's place in the ranking of its taxonomy cell on its track's board (a seed group's "
+                       "place on each of its members), null when it does not rank.",
         "metrics": {m: {"direction": info.direction, "level": info.level, "range": info.range} for m, info in METRICS.items()},
         "entries": records(frame),
         "seed_groups": seeds.export_groups(frame),  # mean, std and per-seed values of each group

@@ -100,6 +100,7 @@ def gallery(payload, recs: list, target_images) -> list[dict]:
 
 def build_judgements(pages, files: dict, folder: Path, submissions: Path) -> list[tuple[str, str]]:
     """Render the index and one page per valid study into `pages`/`files`; returns the nav entries."""
+    from reconbench.judge.aggregate import TIE_RULE, major_ties_split
     from reconbench.judge.check import check_studies
     from reconbench.judge.selection import target_split
     from reconbench.results import load_reconstructions
@@ -118,7 +119,10 @@ def build_judgements(pages, files: dict, folder: Path, submissions: Path) -> lis
         shown = gallery(p, recs, images)
         for g in shown:
             files[g["file"]] = g["png"]
+        split = {mode: major_ties_split([{"votes": [v.model_dump() for v in t.votes[mode]]} for t in p.targets],
+                                        len(p.conditions)) for mode in p.options.modes}
         pages.page(study_page(p.study_id), "judgement.md.j2", study=p, names=names, checks=r.checks, rerun=r.rerun,
+                   major_split=split, tie_rule=TIE_RULE,
                    entry_pages=[entry_page(c.team, c.entry_id) for c in p.conditions], gallery=shown,
                    MODE_TITLE=MODE_TITLE,
                    pred_chart=Markup(charts.chart_html(pred_rate_figure(p, names), f"chart-judge-pred-{p.study_id}")),

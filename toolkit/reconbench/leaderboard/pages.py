@@ -154,6 +154,44 @@ def render_readme(text: str | None) -> Markup | None:
     return Markup(rendered)
 
 
+# An absolute path of the machine that ran or validated an entry (a cache, a home folder): never
+# published. URLs are left alone (their slashes follow "://" or a host name).
+MACHINE_PATH = re.compile(r"(?<![\w:/.~-])/(?:[\w.@+-]+/)+([\w.@+-]*)")
+
+
+def no_paths(text) -> str:
+    """Text for a public page with every absolute local path cut to its last part."""
+    return MACHINE_PATH.sub(lambda m: f"…/{m.group(1)}" if m.group(1) else "…/", str(text))
+
+
+def merged_checks(checks) -> list[dict]:
+    """The validation report as a page shows it: consecutive checks of one stage with the same status
+    and the same message (after the metric's own name) on one line, e.g. FID and the four PRDC values
+    not computable here for one missing file; no machine paths."""
+    lines: list[dict] = []
+    for c in checks:
+        message = no_paths(re.sub(r"\((?:[\w -]+): not computed \(", "(", c.message))
+        stage = c.name.split(".")[0]
+        last = lines[-1] if lines else None
+        if last and last["stage"] == stage != c.name and last["status"] == c.status and last["message"] == message:
+            last["names"].append(c.name)
+            continue
+        lines.append(dict(stage=stage, status=c.status, names=[c.name], message=message))
+    return lines
+
+
+def not_computed(metrics: dict) -> list[dict]:
+    """Metrics a result could not compute, grouped by why (one line each on the entry page)."""
+    from reconbench.leaderboard.cells import reason
+
+    groups: dict[str, list[str]] = {}
+    for name in metric_order(metrics):
+        m = metrics[name]
+        if m.value is None:
+            groups.setdefault(reason([m.note or ""], "this entry"), []).append(LABELS.get(name, name))
+    return [dict(names=names, reason=why) for why, names in groups.items()]
+
+
 def metric_order(metrics: dict) -> list[str]:
     """The registry's order (METRICS), then any other names a result carries."""
     return [m for m in METRICS if m in metrics] + sorted(m for m in metrics if m not in METRICS)
@@ -178,7 +216,8 @@ def make_env() -> Environment:
         keep_trailing_newline=True,
     )
     env.filters.update(metric=metric_cell, claimed=claimed_cell, sortval=sort_value, date=date_text, link=rb_link,
-                       attack_page=attack_page, external=external_url, pretty_json=pretty_json, caveated=caveated)
+                       attack_page=attack_page, external=external_url, pretty_json=pretty_json, caveated=caveated,
+                       no_paths=no_paths, merged_checks=merged_checks, not_computed=not_computed)
     from reconbench.leaderboard.text_board import TEXT_INFO, TEXT_LABELS, visible
 
     env.filters.update(visible=visible)  # contributor text in text tables: controls and bidi shown, capped

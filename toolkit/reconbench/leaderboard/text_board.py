@@ -95,7 +95,7 @@ def _tracks() -> dict:
 
 def text_frame(reports) -> pd.DataFrame:
     """Text EntryReports -> one row each (failed ones keep a row without metrics), as entries_frame does."""
-    from reconbench.catalogue import BY_NAME
+    from reconbench.catalogue import BY_NAME, TEXT_BY_NAME
 
     try:
         from reconbench.text.attacks import TEXT_ATTACKS
@@ -110,7 +110,7 @@ def text_frame(reports) -> pd.DataFrame:
         training, access, data = p.scenario.split("/")
         track = tracks.get(p.track)
         registered = p.attack.name in TEXT_ATTACKS
-        linked = p.attack.name in BY_NAME  # the catalogue gives it an attack page (the board links to it)
+        linked = p.attack.name in TEXT_BY_NAME or p.attack.name in BY_NAME  # built in: it has an attack page
         row.update(
             team=str(report.team), team_name=str(team_info.name) if team_info is not None else str(report.team),
             entry_id=str(report.entry_id), entry_dir=str(report.path), page=entry_page(str(report.team), str(report.entry_id)),
@@ -212,21 +212,54 @@ def text_table(report, row: dict, files: dict) -> dict | None:
     return dict(rows=shown, total=len(recs), download=download, has_targets=bool(targets))
 
 
-def add_text_site(reports: list, pages, files: dict, nav: dict) -> pd.DataFrame:
-    """Boards, entry pages and exports of the text entries; returns their frame (empty without any)."""
+def cell_tables(rows: pd.DataFrame, by=("scenario",)) -> list[dict]:
+    """The text boards' tables: one ranking per taxonomy cell, as the image boards (leaderboard/cells.py)."""
+    from reconbench.leaderboard import cells
+
+    return cells.groups(rows, sort_text_board, TEXT_METRICS, TEXT_LABELS, text_rank_metric, by=by, describe=_knowledge)
+
+
+def _knowledge(cell: str, rows: pd.DataFrame) -> str:
+    role = rows["role"].dropna().iloc[0] if len(rows) and rows["role"].notna().any() else None
+    return knowledge_text(cell, role)
+
+
+def knowledge_text(cell: str, role: str | None) -> str:
+    """What a text attacker is given in this cell (the black-box query depends on the role attacked)."""
+    training, access, data = cell.split("/")
+    told = TEXT_KNOWLEDGE.get(access, access)
+    return "; ".join([TEXT_KNOWLEDGE.get(training, training), told.get(role, "") if isinstance(told, dict) else told,
+                      TEXT_KNOWLEDGE.get(data, data)])
+
+
+def attack_tables(frame: pd.DataFrame | None, attack: str) -> list[dict]:
+    """A text attack's page: its listed entries, one table per (track, cell)."""
+    if frame is None or frame.empty:
+        return []
+    rows = frame[(frame["trust"] != "failed") & (frame["attack"] == attack)]
+    return cell_tables(rows, by=("track", "scenario"))
+
+
+def add_text_site(reports: list, pages, files: dict, nav: dict, frame: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Boards, entry pages and exports of the text entries; returns their frame (empty without any).
+    `frame`: text_frame(reports), when the caller built it already (the attack pages need it first)."""
+    from reconbench.leaderboard import cells
+    from reconbench.leaderboard.charts import chart_html
+
     text_tracks = _tracks()
-    frame = text_frame(reports) if reports else pd.DataFrame(columns=TEXT_COLUMNS)
+    if frame is None:
+        frame = text_frame(reports) if reports else pd.DataFrame(columns=TEXT_COLUMNS)
+    frame["position"] = pd.array([pd.NA] * len(frame), dtype="Int64")
     listed = frame[frame["trust"] != "failed"]
     for track in text_tracks.values():
         if track.status == "unpublished" and not (frame["track"] == track.id).any():
             continue
         rows = sort_text_board(listed[listed["track"] == track.id])
-        frame.loc[rows.index, "position"] = rows["position"]
-        from reconbench.leaderboard.charts import chart_html
-
-        metric = text_rank_metric(rows) if len(rows) else None
-        pages.page(f"leaderboards/{track.id}.md", "text_leaderboard.md.j2", track=track, rows=rows, metrics=list(TEXT_METRICS),
-                   rank_metric=metric, ranked_count=int(rows["position"].notna().sum()) if len(rows) else 0,
+        tables = cell_tables(rows)
+        cells.place_positions(frame, tables)  # the place in its cell's ranking (exports)
+        pages.page(f"leaderboards/{track.id}.md", "text_leaderboard.md.j2", track=track, rows=rows, groups=tables,
+                   board_prefix=f"board-{track.id}", show_track=False, show_attack=True,
+                   ranked_count=sum(t["ranked_count"] for t in tables),
                    failed=int(((frame["track"] == track.id) & (frame["trust"] == "failed")).sum()),
                    chart=chart_html(text_figure(rows, track.id), f"chart-text-{track.id}"))
         nav["leaderboards"].append((track.id, f"leaderboards/{track.id}.md"))
