@@ -86,7 +86,7 @@
 
   // The figure's layout adapted to the page: colours of the current palette (light or dark),
   // transparent backgrounds, and on a narrow screen a legend below the plot instead of beside it.
-  function pageLayout(base) {
+  function pageLayout(base, data) {
     var fg = cssVar("--md-default-fg-color", "#222"), grid = cssVar("--md-default-fg-color--lightest", "#e5e5e5");
     var layout = JSON.parse(JSON.stringify(base));
     layout.paper_bgcolor = "rgba(0,0,0,0)";
@@ -98,8 +98,13 @@
     layout.autosize = true;
     delete layout.width;
     if (window.innerWidth < NARROW) {
+      // the legend goes below the plot, one item a line at this width (reference lines included):
+      // the figure grows by a line per item, so that the legend stays inside it
+      var items = (data || []).filter(function (t) { return t.showlegend !== false; }).length;
+      var extra = 22 * Math.max(0, items - 2);
       layout.legend = Object.assign({}, layout.legend, { orientation: "h", x: 0, xanchor: "left", y: -0.25, yanchor: "top" });
-      layout.margin = Object.assign({}, layout.margin, { l: 50, r: 10, b: 120 });
+      layout.margin = Object.assign({}, layout.margin, { l: 50, r: 10, b: 120 + extra });
+      layout.height = (base.height || 420) + extra;
     }
     return layout;
   }
@@ -113,7 +118,7 @@
     plot._rbLayout = fig.layout;
     box.appendChild(plot);
     var config = { responsive: true, displaylogo: false, displayModeBar: window.innerWidth < NARROW ? false : "hover" };
-    window.Plotly.newPlot(plot, fig.data, pageLayout(fig.layout), config);
+    window.Plotly.newPlot(plot, fig.data, pageLayout(fig.layout, fig.data), config);
   }
 
   // Material switches the palette by setting data-md-color-scheme on <body>: recolour the charts.
@@ -122,7 +127,7 @@
     document.body.setAttribute("data-rb-palette", "");
     new MutationObserver(function () {
       Array.prototype.forEach.call(document.querySelectorAll(".rb-plot"), function (plot) {
-        if (plot._rbLayout && window.Plotly) window.Plotly.relayout(plot, pageLayout(plot._rbLayout));
+        if (plot._rbLayout && window.Plotly) window.Plotly.relayout(plot, pageLayout(plot._rbLayout, plot.data));
       });
     }).observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
   }

@@ -110,7 +110,7 @@ def reference_traces(references: list[dict], metric: str, x_range: tuple[float, 
         traces.append(go.Scatter(
             x=list(x_range), y=[y, y], mode="lines", name=_text(label), legendgroup="references",
             line=dict(color="#888", width=1, dash=REFERENCE_DASH.get(ref.get("kind"), "dot")), visible=visible,
-            hovertemplate=f"{_text(label)}<br>{LABELS[metric]} {y:.3f}<extra></extra>",
+            hovertemplate=f"{_text(ref['label'])} ({_text(ref['cell'])})<br>{LABELS[metric]} {y:.3f}<extra></extra>",
         ))
     return traces
 
