@@ -163,8 +163,9 @@ def test_surrogate_jobs_keep_other_ids_and_run_through_evaluate_surrogate(tmp_pa
     assert Job.from_params(via[0].params()) == via[0] and "--surrogate aux" in job_command(via[0], "cpu")
 
 
-def test_estimate_prices_the_gan_attacks_and_the_dfme_surrogate_on_64x64_tracks_only():
-    """The cost model (sweep/estimate.py) on a CelebA grid track: FLOPs of the real networks."""
+def test_estimate_prices_the_gan_attacks_and_the_dfme_surrogate_on_the_grid_tracks():
+    """The cost model (sweep/estimate.py) on the grid tracks: FLOPs of the real networks (64x64 CelebA;
+    32x32 CIFAR-10 and zero-padded 28x28 MNIST on GMI's MNIST pair, attacks/gan/architectures.py)."""
     from reconbench.sweep.estimate import job_hours
     from reconbench.sweep.grid import Job
 
@@ -174,7 +175,8 @@ def test_estimate_prices_the_gan_attacks_and_the_dfme_surrogate_on_64x64_tracks_
     via = job_hours(Job("celeba-resnet18-n1000", "plg-mi", bb, 0, "paper", surrogate="dfme"), cache)
     quick = job_hours(Job("celeba-resnet18-n1000", "plg-mi", cell, 0, "quick"), cache)
     assert 0 < quick < plg < via  # stealing 2M queries adds to the attack's own cost
-    assert job_hours(Job("cifar10-resnet18-n1000", "plg-mi", cell, 0, "paper"), cache) is None  # no 32x32 GAN yet
+    small = [job_hours(Job(t, "plg-mi", cell, 0, "paper"), cache) for t in ("cifar10-resnet18-n1000", "mnist-vgg16-n1000")]
+    assert all(0 < h < plg for h in small), small  # a 32x32 GAN costs less than a 64x64 one
     assert job_hours(Job("celeba-resnet18-n1000", "my.py:Mine", cell, 0, "paper"), cache) is None
 
 

@@ -192,6 +192,9 @@ class Messages(Attack):
             "int-images": {"op": "result", "config": {}, "facts": {}, "arrays": [{"dtype": "int64", "shape": shape},
                                                                                  {"dtype": "int64", "shape": [n]}]},
         }[case]
+        # Reported before sending: the evaluator refuses a message as soon as its header is bad and kills
+        # this process, which may then still be blocked in a send the evaluator never finished reading.
+        report({"sent": case})
         if case == "pickle":
             conn.send_bytes(pickle.dumps(Bomb(self.config["marker"])))
         elif case == "huge-header":
@@ -207,6 +210,5 @@ class Messages(Attack):
             if case == "int-images":
                 conn.send_bytes(b"\0" * (8 * int(torch.tensor(shape).prod())))
                 conn.send_bytes(b"\0" * (8 * n))
-        report({"sent": case})
         time.sleep(60)  # the evaluator must refuse, end the run and kill this process long before
         return zeros(knowledge)

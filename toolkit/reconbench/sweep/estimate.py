@@ -61,7 +61,7 @@ class NetFlops:
 
     def gan(self, role: str) -> float:
         """GMI/KEDMI generator G, GMI critic D, KEDMI K+1 discriminator KD, PLG-MI generator CG and
-        projection discriminator PD (attacks/gan/architectures.py); AttackError off 64x64/8x8."""
+        projection discriminator PD (attacks/gan/architectures.py); AttackError off 64x64/32x32/8x8."""
         from reconbench.attacks.gan.architectures import architecture_for
 
         def build() -> float:
