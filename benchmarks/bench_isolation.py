@@ -15,17 +15,29 @@ An isolated mode's time includes starting bubblewrap and the attack's interprete
 the view across, every black-box query and progress message over the socket, returning the
 reconstructions and ending the sandbox. The reconstructions of every mode must be bit-identical to
 the in-process ones (checked), so the ratio measures the boundary alone.
+
+Two figures per mode: wall time, and CPU time (user + system of this process and of the processes it
+waited for, the attack's included). On a shared, loaded machine the wall time of runs minutes apart
+moves with the other users' load; the CPU time is the work the boundary adds.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import time
 
 import torch
 
 MODES = ("in-process", "bubblewrap", "none")
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and of every child it has waited for (bubblewrap, and through it the
+    attack's process: each waits for its own children), user + system."""
+    me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
 
 
 def run_once(attack: str, budget: str, mode: str):
@@ -35,10 +47,10 @@ def run_once(attack: str, budget: str, mode: str):
 
     if mode != "in-process":
         os.environ["RECONBENCH_SANDBOX"] = mode
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), cpu_seconds()
     run = attack_run(get_track("digits"), attack, None, config={}, seed=0, device=torch.device("cpu"),
                      progress=Progress(), budget=budget, isolate=mode != "in-process")
-    return run, time.perf_counter() - t0
+    return run, time.perf_counter() - t0, cpu_seconds() - c0
 
 
 def main() -> None:
@@ -56,20 +68,21 @@ def main() -> None:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"digits, budget {args.budget}, {args.threads} thread(s), best of {args.repeat}, load average {load:.1f} at the start")
     others = [m for m in modes if m != "in-process"]
-    print(f"{'attack':<16} {'in-process s':>12} " + " ".join(f"{m + ' s':>13} {'ratio':>6}" for m in others) + "  same output")
     for attack in args.attack or ["deepinversion"]:
-        best = {m: float("inf") for m in modes}
+        wall = {m: float("inf") for m in modes}
+        cpu = {m: float("inf") for m in modes}
         same = True
         for _ in range(args.repeat):
             runs = {}
             for mode in modes:
-                runs[mode], took = run_once(attack, args.budget, mode)
-                best[mode] = min(best[mode], took)
+                runs[mode], took, used = run_once(attack, args.budget, mode)
+                wall[mode], cpu[mode] = min(wall[mode], took), min(cpu[mode], used)
             ref = runs["in-process"].reconstruction
             same = same and all(torch.equal(ref.images, runs[m].reconstruction.images)
                                 and torch.equal(ref.labels, runs[m].reconstruction.labels) for m in others)
-        cells = " ".join(f"{best[m]:>13.2f} {best[m] / best['in-process']:>6.3f}" for m in others)
-        print(f"{attack:<16} {best['in-process']:>12.2f} {cells}  {same}")
+        for what, best in (("wall", wall), ("cpu", cpu)):
+            cells = " ".join(f"{m} {best[m]:.2f} s ({best[m] / best['in-process']:.3f}x)" for m in others)
+            print(f"{attack:<16} {what:<4} in-process {best['in-process']:.2f} s | {cells} | same output: {same}")
     end = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"load average {end:.1f} at the end")
 

@@ -16,6 +16,8 @@ def result_dir(tmp_path_factory):
     res = runner.invoke(app, ["evaluate", "--attack", "mi-face", "--set", "iterations=60", "--out", str(out), "--quiet"])
     assert res.exit_code == 0, res.output
     assert "signed result" in res.output and "ssim" in res.output
+    sandbox = json.loads((out / "result.json").read_text())["payload"]["provenance"]["sandbox"]
+    assert f"sandbox: {sandbox}" in res.output  # the summary says where the attack ran, as the result records it
     return out
 
 

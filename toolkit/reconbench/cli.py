@@ -96,7 +96,8 @@ def evaluate(
 
     print_metrics(console, f"{payload.attack.name} on {payload.track} ({payload.scenario})", payload.metrics,
                   {name: info.direction for name, info in METRICS.items()})  # the text metrics are all ↑
-    console.print(f"wall time: {payload.provenance.wall_seconds:.1f} s on {payload.provenance.device}")
+    console.print(f"wall time: {payload.provenance.wall_seconds:.1f} s on {payload.provenance.device}; "
+                  f"sandbox: {escape(payload.provenance.sandbox or 'none')}")
     console.print(f"signed result:   {escape(output.folder / 'result.json')}")
     console.print(f"reconstructions: {escape(output.folder / payload.reconstructions.file)}")
 

@@ -38,6 +38,7 @@ from reconbench.knowledge import Knowledge
 from reconbench.queries import KnowledgeError, QueryBudgetExceeded, QueryFunction
 
 MAX_BARS = 32  # progress bars one attack may have open at once
+EXIT_GRACE_S = 5  # after its result, how long the attack's process may take to exit before it is killed
 CHILD_ERRORS = {"KnowledgeError": KnowledgeError, "QueryBudgetExceeded": QueryBudgetExceeded, "AttackError": AttackError}
 
 
@@ -208,6 +209,7 @@ class AttackProcess:
         self._status: int | None = None  # bubblewrap's --json-status-fd (read end)
         self._status_text = ""
         self._init_pidfd: int | None = None  # the sandbox's first process: all others die with it
+        self._returned = False  # the attack's result has arrived
         self._stack = contextlib.ExitStack()
 
     def __enter__(self) -> AttackProcess:
@@ -319,6 +321,9 @@ class AttackProcess:
         if self._conn is not None:
             self._conn.close()
         if self._proc is not None:
+            if self._returned:  # a result came back: its process is exiting; let it (and bubblewrap) end in order
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self._proc.wait(timeout=EXIT_GRACE_S)
             if self._proc.poll() is None:
                 self._proc.kill()  # bubblewrap: its init dies with it (--die-with-parent), and with it every process inside
             self._proc.wait()
@@ -404,6 +409,7 @@ class AttackProcess:
                         raise AttackError(f"attack '{self._name()}': its provenance facts must be at most 32 "
                                           "name -> scalar pairs (names up to 80, texts up to 2000 characters)")
                     self.facts = facts
+                    self._returned = True
                     return arrays[0], arrays[1]
                 else:
                     raise AttackError(f"attack '{self._name()}': unexpected message '{protocol.text(op, 40)}' from its process")
