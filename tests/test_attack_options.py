@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from reconbench.attacks import ATTACKS, AttackError, load_attack
 from reconbench.attacks.options import BUDGETS, check_declaration, resolve_options
 from reconbench.cli import app
+from reconbench.signing import generate_key
 
 runner = CliRunner()
 TOOLKIT = str(Path(__file__).resolve().parents[1] / "toolkit")
@@ -32,6 +33,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
     ("iterashuns=3", "has no option(s) iterashuns (valid options: iterations, patience, cost_threshold, step_size, init, per_class)"),
 ])
 def test_bad_option_is_one_line_before_the_run(setting, expected, tmp_path):
+    generate_key(tmp_path / "k.pem")  # a usable key: the option is what is wrong
     res = runner.invoke(app, ["evaluate", "--attack", "mi-face", "--set", setting, "--out", str(tmp_path / "o"),
                               "--quiet", "--key", str(tmp_path / "k.pem")])
     assert res.exit_code == 1
@@ -41,6 +43,7 @@ def test_bad_option_is_one_line_before_the_run(setting, expected, tmp_path):
 
 
 def test_console_entry_point_error_is_one_line_on_stderr(tmp_path):
+    generate_key(tmp_path / "k.pem")
     proc = _cli("evaluate", "--attack", "mi-face", "--set", "iterations=abc", "--out", str(tmp_path / "o"), "--quiet",
                 "--key", str(tmp_path / "k.pem"))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr + proc.stdout

@@ -84,6 +84,9 @@ class Host:
             monkeypatch.setenv(name, self.canary)
         for var, rel in (("RECONBENCH_HOME", "keys/ed25519.pem"), ("HF_HOME", "hub/models--x--target/blobs/abc"),
                          ("RECONBENCH_CACHE", "features/target.npy")):
+            # This test's own folders: a canary at the session's default key path would be read as
+            # the signing key by every later test in the same process.
+            monkeypatch.setenv(var, str(tmp_path / var.lower()))
             files[Path(os.environ[var]) / rel] = self.canary
         for path, text in files.items():
             path.parent.mkdir(parents=True, exist_ok=True)

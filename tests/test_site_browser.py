@@ -169,9 +169,10 @@ def test_readable_on_a_390_px_phone(site, browser):
             const legend = p.querySelector('.legend');
             const l = legend ? legend.getBoundingClientRect() : null;
             return {width: svg.width, right: svg.right, modebar: p.querySelectorAll('.modebar-container .modebar-btn').length,
+                    svg: [svg.left, svg.right, svg.bottom], legend: l && [l.left, l.right, l.bottom],
                     legendInside: !l || (l.left >= svg.left - 1 && l.right <= svg.right + 1 && l.bottom <= svg.bottom + 1)};
         })""")
-        assert charts and all(c["right"] <= 391 and c["modebar"] == 0 and c["legendInside"] for c in charts), charts
+        assert charts and all(c["right"] <= 391 and c["modebar"] == 0 and c["legendInside"] for c in charts), str(charts)
         page.screenshot(path=str(OUTPUT / "site-phone-390-board.png"), full_page=True)
         # the home page's tables never break a word in the middle
         page.goto(f"{site}/")

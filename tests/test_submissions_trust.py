@@ -40,7 +40,8 @@ def record_of(board, entry=None):
 
 def twin(board, name, key=None, team="alpha", invert=False):
     """A second entry of the same run under another id (another team's when `team` says so); with
-    `invert`, its images are inverted, so that it is no duplicate and reaches the reproduction check."""
+    `invert`, its images are inverted and its seed is another, so that it is neither a duplicate nor a
+    re-run of the first (submissions/reproduces.py) and reaches the reproduction check."""
     from safetensors.numpy import save_file
 
     from reconbench.io import sha256_file
@@ -55,6 +56,8 @@ def twin(board, name, key=None, team="alpha", invert=False):
     def edit(p):
         p.update(entry_id=name)
         p["reconstructions"]["sha256"] = sha256_file(folder / "reconstructions.safetensors")
+        if invert:
+            p["provenance"]["seed"] += 1
 
     board.resign(edit, key=key, entry=folder)
     return folder

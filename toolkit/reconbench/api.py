@@ -193,11 +193,11 @@ def evaluate(
 def check_track_and_key(track: str, key_path: str | Path) -> None:
     """A misspelled track or a missing key is one line at once, before torch and the attack load
     (it cost seconds of CPU: the command line calls this before importing anything heavy)."""
-    from reconbench.signing import load_private_key
+    from reconbench.signing import check_key_file
     from reconbench.text.tracks import is_text_track
     from reconbench.tracks import get_track
 
-    load_private_key(Path(key_path))
+    check_key_file(Path(key_path))  # not loaded: the key is read only to sign, after the attack ended
     if not is_text_track(track):
         get_track(track)
 

@@ -105,6 +105,10 @@
       layout.legend = Object.assign({}, layout.legend, { orientation: "h", x: 0, xanchor: "left", y: -0.25, yanchor: "top" });
       layout.margin = Object.assign({}, layout.margin, { l: 50, r: 10, b: 120 + extra });
       layout.height = (base.height || 420) + extra;
+      Object.keys(layout).forEach(function (k) {  // axis titles wider than the plot wrap too
+        var t = /^[xy]axis\d*$/.test(k) && layout[k].title;
+        if (t && typeof t.text === "string") t.text = wrapName(t.text, k[0] === "x" ? 45 : 35);
+      });
     }
     return layout;
   }
@@ -118,7 +122,31 @@
     plot._rbLayout = fig.layout;
     box.appendChild(plot);
     var config = { responsive: true, displaylogo: false, displayModeBar: window.innerWidth < NARROW ? false : "hover" };
-    window.Plotly.newPlot(plot, fig.data, pageLayout(fig.layout, fig.data), config);
+    if (window.innerWidth < NARROW) fig.data.forEach(function (t) { if (t.name) t.name = wrapName(t.name, 40); });
+    window.Plotly.newPlot(plot, fig.data, pageLayout(fig.layout, fig.data), config).then(function () { fitLegend(plot); });
+  }
+
+  // Plotly never wraps a legend name: on a phone a long one would stick out of the figure.
+  function wrapName(name, width) {
+    if (name.length <= width || name.indexOf("<br>") >= 0) return name;
+    var lines = [], line = "";
+    name.split(" ").forEach(function (word) {
+      if (line && (line + " " + word).length > width) { lines.push(line); line = word; } else { line = line ? line + " " + word : word; }
+    });
+    lines.push(line);
+    return lines.join("<br>");
+  }
+
+  // On a narrow screen the legend's height depends on how its names wrap: once drawn, the figure
+  // grows by whatever the legend still sticks out below it.
+  function fitLegend(plot) {
+    if (window.innerWidth >= NARROW) return;
+    var svg = plot.querySelector(".main-svg"), legend = plot.querySelector(".legend");
+    if (!svg || !legend) return;
+    var over = Math.ceil(legend.getBoundingClientRect().bottom - svg.getBoundingClientRect().bottom) + 8;
+    if (over <= 8) return;
+    var layout = plot.layout;
+    window.Plotly.relayout(plot, { height: layout.height + over, "margin.b": (layout.margin.b || 0) + over });
   }
 
   // Material switches the palette by setting data-md-color-scheme on <body>: recolour the charts.
