@@ -25,11 +25,18 @@ target set (reconbench.track_files.load_holdout).
 
 Class 3 has as many images in `rest` as in the target set (53 each), so the holdout takes all of
 them and `test` holds no 3: test accuracy is measured over nine classes.
+
+The images are read from the CSV file scikit-learn ships (sklearn/datasets/data/digits.csv.gz, the
+file `sklearn.datasets.load_digits` parses), located without importing `sklearn.datasets` (which
+pulls in scipy and pandas: seconds at every start-up) and pinned by the content hash of the arrays.
 """
 
 from __future__ import annotations
 
+import gzip
+import importlib.util
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -39,12 +46,36 @@ SPLIT_SEED = 20250609  # arXiv date of the SoK; any fixed value would do
 SPLIT_SIZES = {"target": 500, "update": 100, "aux_same": 500}
 
 
-def load_digits_arrays() -> ArraySet:
-    from sklearn.datasets import load_digits
+# ArraySet.sha256 of the 1,797 images and labels (scikit-learn 1.4-1.9 ship the same file)
+DIGITS_SHA256 = "2d1a80a5fc378b908318dfad34b785a392602b7aae9eae9310e8784c57030bb0"
 
-    bunch = load_digits()
-    images = np.rint(bunch.images * (255.0 / 16.0)).clip(0, 255).astype(np.uint8)[:, None]
-    return ArraySet(images, bunch.target.astype(np.int64))
+
+class DigitsError(RuntimeError):
+    """scikit-learn's digits file is missing or not the pinned data."""
+
+
+def digits_csv() -> Path:
+    spec = importlib.util.find_spec("sklearn")  # finds the package without importing it
+    if spec is None or not spec.submodule_search_locations:
+        raise DigitsError("scikit-learn is not installed: the digits track reads its digits.csv.gz")
+    return Path(next(iter(spec.submodule_search_locations))) / "datasets" / "data" / "digits.csv.gz"
+
+
+def load_digits_arrays() -> ArraySet:
+    """The 1,797 digits: 64 pixel columns (0..16) and the label, one row per image."""
+    path = digits_csv()
+    try:
+        with gzip.open(path, "rt") as f:
+            data = np.loadtxt(f, delimiter=",")
+    except (OSError, ValueError, EOFError) as exc:
+        raise DigitsError(f"{path}: cannot read scikit-learn's digits ({exc})") from None
+    if data.ndim != 2 or data.shape[1] != 65:
+        raise DigitsError(f"{path}: expected 65 columns (8x8 pixels + label), got shape {data.shape}")
+    images = np.rint(data[:, :-1].reshape(-1, 1, 8, 8) * (255.0 / 16.0)).clip(0, 255).astype(np.uint8)
+    out = ArraySet(images, data[:, -1].astype(np.int64))
+    if out.sha256 != DIGITS_SHA256:
+        raise DigitsError(f"{path}: the digits read have sha256 {out.sha256}, not the pinned {DIGITS_SHA256}")
+    return out
 
 
 def _cut() -> tuple[ArraySet, list[np.ndarray]]:

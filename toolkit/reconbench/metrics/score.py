@@ -21,6 +21,7 @@ Tests inject stand-in extractors through `lpips_extractor=` / `inception_extract
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,15 +29,17 @@ from .classifier import Evaluator, classifier_metrics, track_evaluator
 from .classifier import not_computed as classifier_not_computed
 from .fid import fid_result, inception_features
 from .images import check_pair
-from .inception import InceptionExtractor
-from .lpips_metric import LINEAR_SHA256, MIN_SIDE, RESIZE_TO, LPIPSExtractor, LPIPSKernel
 from .pairwise import Budget, Nearest, nearest_same_class
 from .pixel import MSEKernel, psnr_from_mse
 from .prdc import NAMES as PRDC_NAMES
 from .prdc import prdc_results
 from .report import MetricResult, ScoreReport
 from .ssim import RADIUS, SIGMA, SSIMKernel
-from .weights import downloads_allowed, hub_checkpoint_dir, missing_note, pinned, weights_cache_dir
+from .weights import candidate_paths, downloads_allowed, hub_checkpoint_dir, missing_note, pinned, weights_cache_dir
+
+if TYPE_CHECKING:
+    from .inception import InceptionExtractor
+    from .lpips_metric import LPIPSExtractor
 
 
 def sample_level(best: np.ndarray, match: np.ndarray, n_targets: int, worst: float, note: str | None = None) -> MetricResult:
@@ -104,10 +107,12 @@ def score(
         metrics["lpips"] = MetricResult.not_computed("LPIPS: not computed (disabled)")
     else:
         extractor, missing = (lpips_extractor, None) if lpips_extractor else _backbone(
-            LPIPSExtractor, "alexnet", "LPIPS", weights_dir, device, download)
+            "alexnet", "LPIPS", weights_dir, device, download)
         if extractor is None:
             metrics["lpips"] = MetricResult.not_computed(missing)
         else:
+            from .lpips_metric import LINEAR_SHA256, MIN_SIDE, RESIZE_TO, LPIPSKernel
+
             kernel = LPIPSKernel(extractor, shape)
             res = nearest(kernel)
             metrics["lpips"] = sample_level(res.best, res.match, m, kernel.worst, _caller_note(extractor))
@@ -122,7 +127,7 @@ def score(
         metrics.update({n: MetricResult.not_computed("PRDC: not computed (disabled)") for n in PRDC_NAMES})
     else:
         extractor, missing = (inception_extractor, None) if inception_extractor else _backbone(
-            InceptionExtractor, "inception", "FID", weights_dir, device, download)
+            "inception", "FID", weights_dir, device, download)
         if extractor is None:
             metrics["fid"] = MetricResult.not_computed(missing)
             metrics.update({n: MetricResult.not_computed(missing.replace("FID:", "PRDC:", 1)) for n in PRDC_NAMES})
@@ -151,9 +156,21 @@ _EXTRACTORS: dict[tuple, object] = {}
 _FETCH_FAILED: dict[str, str | None] = {}  # pinned sha256 -> why its download failed in this process
 
 
-def _backbone(cls, key: str, metric: str, weights_dir, device, download: bool):
+def _extractor_class(key: str):
+    """The backbone's extractor class, imported on first need: torchvision, pytorch-fid and lpips
+    (with torch._dynamo behind torchvision) cost seconds and are loaded only when a backbone is used."""
+    if key == "inception":
+        from .inception import InceptionExtractor
+
+        return InceptionExtractor
+    from .lpips_metric import LPIPSExtractor
+
+    return LPIPSExtractor
+
+
+def _backbone(key: str, metric: str, weights_dir, device, download: bool):
     """(extractor, None), or (None, the not-computed note naming the missing file and the command)."""
-    extractor = _loaded(cls, weights_dir, device)
+    extractor = _loaded(key, weights_dir, device)
     if extractor is not None:
         return extractor, None
     spec = pinned(key)
@@ -168,16 +185,19 @@ def _backbone(cls, key: str, metric: str, weights_dir, device, download: bool):
     reason = _FETCH_FAILED[spec.sha256]
     if reason is None:
         del _FETCH_FAILED[spec.sha256]  # fetched: nothing to remember
-    extractor = None if reason else _loaded(cls, weights_dir, device)
+    extractor = None if reason else _loaded(key, weights_dir, device)
     return extractor, (None if extractor else missing_note(metric, spec, reason))
 
 
-def _loaded(cls, weights_dir, device):
-    """cls.from_weights, kept for the process once found (hashing and loading a backbone takes seconds)."""
+def _loaded(backbone: str, weights_dir, device):
+    """The extractor's from_weights, kept for the process once found (hashing and loading a backbone
+    takes seconds). No candidate file at all: None without importing the extractor's libraries."""
     pins = tuple(s.sha256 for s in (pinned("inception"), pinned("alexnet")))
-    key = (cls.__name__, str(weights_dir), str(weights_cache_dir()), str(hub_checkpoint_dir()), str(device), pins)
+    key = (backbone, str(weights_dir), str(weights_cache_dir()), str(hub_checkpoint_dir()), str(device), pins)
     if key not in _EXTRACTORS:
-        extractor = cls.from_weights(weights_dir, device)
+        if not any(p.is_file() for p in candidate_paths(pinned(backbone), weights_dir)):
+            return None
+        extractor = _extractor_class(backbone).from_weights(weights_dir, device)
         if extractor is None:
             return None  # not cached: a file put in place later is found on the next call
         _EXTRACTORS[key] = extractor
