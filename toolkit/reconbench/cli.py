@@ -70,6 +70,9 @@ def evaluate(
     weights_dir: Optional[Path] = weights_dir_option(),
     offline: bool = offline_option(),
     quiet: bool = typer.Option(False, help="no progress bar"),
+    threads: Optional[int] = typer.Option(None, min=1, help="torch threads for this run and the attack's process "
+                                          "(default: RECONBENCH_THREADS, else torch's default capped at the CPUs "
+                                          "this process may use; docs/performance.md)"),
 ) -> None:
     """Run an attack on a track, score it, and write a signed result folder.
 
@@ -78,7 +81,9 @@ def evaluate(
     apply_offline(offline)
     from reconbench.api import check_track_and_key, evaluate as run
     from reconbench.signing import default_key_path, generate_key
+    from reconbench.threads import set_threads
 
+    set_threads(threads)  # the attack's process gets the same count (isolation/parent.py)
     if key is None and not default_key_path().exists():
         generate_key(default_key_path())
         console.print(f"Created a signing key: [bold]{escape(default_key_path())}[/] (public key: {escape(default_key_path())}.pub)")

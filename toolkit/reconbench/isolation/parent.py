@@ -113,11 +113,11 @@ def _child_env(scratch: Path, threads: int, *, sandboxed: bool = False, cache: P
         "RECONBENCH_REGISTRY": str(scratch / "no-registry.json"), "RECONBENCH_ATTACK_PROCESS": "1",
         "PYTHONDONTWRITEBYTECODE": "1",  # no __pycache__ written into an entry's attack/ folder
     })
-    # The attack gets the evaluator's thread count. Said to OpenMP and loky too: otherwise scikit-learn
-    # (KMeans in Updates-Leak) asks loky for the physical core count, which starts `lscpu`; the guards
-    # refuse the subprocess and loky prints a warning with a traceback. A user's own setting is kept.
-    env.setdefault("OMP_NUM_THREADS", str(threads))
-    env.setdefault("LOKY_MAX_CPU_COUNT", str(threads))
+    # The attack gets the evaluator's thread count (reconbench/threads.py). Said to OpenMP and loky too:
+    # otherwise scikit-learn (KMeans in Updates-Leak) asks loky for the physical core count, which starts
+    # `lscpu`; the guards refuse the subprocess and loky prints a warning with a traceback.
+    env["OMP_NUM_THREADS"] = str(threads)
+    env["LOKY_MAX_CPU_COUNT"] = str(threads)
     return env
 
 
