@@ -100,6 +100,8 @@ def register(app: typer.Typer) -> None:
         summary: Optional[Path] = typer.Option(None, help="also append the Markdown report to this file"),
         judgements: Optional[Path] = typer.Option(None, help="judge studies folder, checked too (default: judgements/ beside --root)"),
         base_root: Optional[Path] = typer.Option(None, help="the base branch's submissions folder: flag key changes"),
+        no_cache: bool = typer.Option(False, "--no-cache", help="re-check everything: reuse no cached check "
+                                      "outcome or feature (the nightly full re-validation)"),
     ) -> None:
         """Check submissions: structure, schema, signature, registry, reconstructions, re-score, copies,
         near-copies, duplicates; with --base-root, flag every team key added or removed.
@@ -135,7 +137,7 @@ def register(app: typer.Typer) -> None:
         report = validate_board(None if from_file is None else [p for p in from_file if p in kept], root,
                                 rescore=not no_rescore, device=device, weights_dir=weights_dir,
                                 explicit=[p for p in explicit if p in kept] or None if explicit else None,
-                                base_root=base_root)
+                                base_root=base_root, cache=not no_cache)
         if format == "text":
             render_text(report, console)
         else:

@@ -59,10 +59,27 @@ def logits_and_features(evaluator: Evaluator, images: np.ndarray, device: str) -
     return torch.cat(logits), torch.cat([f.double().cpu() for f in captured])
 
 
+_TARGET_FEATURES: dict[tuple, torch.Tensor] = {}
+
+
+def target_features(evaluator: Evaluator, tar: np.ndarray, device: str) -> torch.Tensor:
+    """E's features of a target set, computed once per process (validation re-scores every entry of
+    a track against the same targets); keyed by the model's and the images' content."""
+    import hashlib
+
+    key = (id(evaluator.model), evaluator.sha256, hashlib.sha256(np.ascontiguousarray(tar).tobytes()).hexdigest(),
+           tar.shape, str(device))
+    if key not in _TARGET_FEATURES:
+        if len(_TARGET_FEATURES) >= 8:
+            _TARGET_FEATURES.pop(next(iter(_TARGET_FEATURES)))
+        _TARGET_FEATURES[key] = logits_and_features(evaluator, tar, device)[1]
+    return _TARGET_FEATURES[key]
+
+
 def classifier_metrics(evaluator: Evaluator, rec: np.ndarray, rec_y: np.ndarray, tar: np.ndarray, tar_y: np.ndarray,
                        device: str = "cpu") -> dict[str, MetricResult]:
     rec_logits, rec_f = logits_and_features(evaluator, rec, device)
-    _, tar_f = logits_and_features(evaluator, tar, device)
+    tar_f = target_features(evaluator, tar, device)
     labels = torch.from_numpy(np.asarray(rec_y, dtype=np.int64))
     k = min(TOP_K, rec_logits.shape[1])
     known = labels < rec_logits.shape[1]  # a label E does not know is never "correct"

@@ -3,7 +3,8 @@ and the order in which entries reached the main branch (who was first).
 
 Built lazily, once per validation run, from the cheap checks only (structure of the file, schema,
 signature under the team's keys): no re-scoring. Reconstruction files are read only when the
-near-duplicate comparison needs them (same track, same target set).
+near-duplicate search needs them: once per entry for its index features (nearindex.py, cached by the
+file's sha256 in validation_cache.py), and for the exact comparison with a candidate.
 
 First come, first served (docs/architecture.md: a newcomer can never hurt an entry already on the board).
 Order of arrival, earliest first:
@@ -75,7 +76,7 @@ def git_first_added(root: Path) -> dict[Path, tuple[int, int]]:
 
 
 class Board:
-    def __init__(self, root: Path, base_root: Path | None = None):
+    def __init__(self, root: Path, base_root: Path | None = None, cache=None):
         self.root = lexical(root)
         # the base branch's submissions/ (a pull request's CI): entries not there arrive today
         self.base_root = lexical(base_root) if base_root is not None else None
@@ -89,6 +90,10 @@ class Board:
         self._git: dict[Path, tuple[int, int]] = {}
         self._spaces: dict[Path, object] = {}
         self._teams: dict[str, Team] = {}
+        self._features: dict[Path, object] = {}
+        self._indexes: dict[tuple[str, str], object] = {}
+        self._readable: dict[Path, bool] = {}
+        self.cache = cache  # a validation_cache.ValidationCache, or None: features are computed here
 
     def _team(self, folder: Path, cache: dict[Path, Team | None]) -> Team | None:
         if folder not in cache:
@@ -224,19 +229,69 @@ class Board:
 
     def space(self, entry: Path):
         """The entry's reconstructions as a nearcopy.Space (None when unreadable or not as signed)."""
+        from reconbench.submissions.nearcopy import Space
+
         if entry not in self._spaces:
-            self._spaces[entry] = _load_space(entry, self._info[entry]["recon"])
+            images = _load_images(entry, self._info[entry]["recon"])
+            self._spaces[entry] = None if images is None else Space(images)
         return self._spaces[entry]
+
+    def readable(self, entry: Path) -> bool:
+        """Whether space(entry) would find the entry's reconstructions (a plain file, as signed)."""
+        if entry not in self._readable:
+            if entry in self._spaces:
+                self._readable[entry] = self._spaces[entry] is not None
+            else:
+                self._readable[entry] = _load_images(entry, self._info[entry]["recon"]) is not None
+        return self._readable[entry]
+
+    def recon_sha256(self, entry: Path) -> str:
+        self._build()
+        return self._info[entry]["recon"].sha256
+
+    def features_of(self, sha256: str, images):
+        """nearindex.Features of a set of reconstructions (its file's sha256), from the cache if there."""
+        from reconbench.submissions.nearindex import compute_features
+
+        found = self.cache.load_features(sha256) if self.cache is not None else None
+        if found is None or len(found) != len(images):
+            found = compute_features(images)
+            if self.cache is not None:
+                self.cache.store_features(sha256, found)
+        return found
+
+    def features(self, entry: Path):
+        """The index features of a signed entry (None when its file is unreadable or not as signed).
+        A cached copy is used without reading the file: the exact comparison reads it (space())."""
+        if entry not in self._features:
+            recon = self._info[entry]["recon"]
+            found = self.cache.load_features(recon.sha256) if self.cache is not None and recon.hub is None else None
+            if found is None:
+                images = _load_images(entry, recon)
+                found = None if images is None else self.features_of(recon.sha256, images)
+            self._features[entry] = found
+        return self._features[entry]
+
+    def near_index(self, track, training: str):
+        """A nearindex.NearIndex over every signed entry of one target set (a track, a training type),
+        built once per run."""
+        from reconbench.submissions.nearindex import NearIndex, track_basis
+
+        key = (track.id, training)
+        if key not in self._indexes:
+            members = [(e, self.features(e)) for e in sorted(self.same_target(track.id, training), key=self.arrival)]
+            self._indexes[key] = NearIndex(((e, f) for e, f in members if f is not None), track_basis(track))
+        return self._indexes[key]
 
     def size(self) -> int:
         self._build()
         return self._entries
 
 
-def _load_space(entry: Path, recon):
+def _load_images(entry: Path, recon):
+    """The entry's reconstructed images if its file is a plain file in the entry, as signed; else None."""
     from reconbench.io import FileFormatError, sha256_file
     from reconbench.results import load_reconstructions
-    from reconbench.submissions.nearcopy import Space
 
     path = entry / RECONSTRUCTIONS_FILE
     try:
@@ -247,7 +302,7 @@ def _load_space(entry: Path, recon):
         images, _ = load_reconstructions(path)
     except (OSError, FileFormatError):
         return None
-    return Space(images)
+    return images
 
 
 def setting_of(payload) -> str:

@@ -159,6 +159,28 @@ def calibrate(images: np.ndarray) -> Thresholds:
 
 
 _SPACES: dict[tuple[str, str | None], tuple[Space, Thresholds]] = {}
+_THRESHOLDS: dict[tuple[str, str | None], Thresholds] = {}
+
+
+def public_thresholds(track) -> Thresholds:
+    """The track's thresholds alone (the near-duplicate test between entries needs no public Space)."""
+    key = (track.id, track.target_set_sha256)
+    if key in _SPACES:
+        return _SPACES[key][1]
+    if key not in _THRESHOLDS:
+        from reconbench.submissions.checks.copies import public_pool
+
+        images = public_pool(track)
+        _THRESHOLDS[key] = _recorded(track, images) or calibrate(images)
+    return _THRESHOLDS[key]
+
+
+def _recorded(track, images: np.ndarray) -> Thresholds | None:
+    recorded = getattr(track, "near_copy", None)
+    if recorded is None or recorded.pool_sha256 != pool_sha256(images):
+        return None
+    return Thresholds(recorded.pixel_mse, recorded.structure, recorded.percentile, recorded.pool_sha256,
+                      recorded.derivation)
 
 
 def public_space(track) -> tuple[Space, Thresholds]:
@@ -168,12 +190,7 @@ def public_space(track) -> tuple[Space, Thresholds]:
     key = (track.id, track.target_set_sha256)
     if key not in _SPACES:
         images = public_pool(track)
-        recorded = getattr(track, "near_copy", None)
-        if recorded is not None and recorded.pool_sha256 == pool_sha256(images):
-            thresholds = Thresholds(recorded.pixel_mse, recorded.structure, recorded.percentile,
-                                    recorded.pool_sha256, recorded.derivation)
-        else:
-            thresholds = calibrate(images)
+        thresholds = _THRESHOLDS.get(key) or _recorded(track, images) or calibrate(images)
         _SPACES[key] = (Space(images), thresholds)
     return _SPACES[key]
 

@@ -14,12 +14,18 @@ normalisation: checks/text_scores.py), unless reproduced;
 (re-scoring switched off, or a claimed metric not computable on this machine). "reproduced": all
 checks pass and a reproducer listed by the maintainers signed a record for this payload.
 
+Reuse (validation_cache.py): the outcome of rescore, copies and nearcopies, which depend on the entry's
+own signed content only, is kept under a key of that content and the toolkit; the near-duplicate
+features of every reconstruction file are kept by its sha256. The other checks run every time.
+`cache=False` (validate --no-cache) is the full re-validation.
+
 Errors of any kind in the input become failed checks with a message that names the file; one
 entry's problems never stop the others from being checked.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -47,6 +53,8 @@ from reconbench.submissions.keys import key_changes
 from reconbench.submissions.checks.base import Check, CheckFailed, Context, TrustLevel
 from reconbench.submissions.layout import DEFAULT_ROOT, Selection, Unit, all_units, lexical, select, show
 from reconbench.submissions.team import Team
+from reconbench.threads import one_torch_thread
+from reconbench.submissions.validation_cache import CACHED_STAGES, ValidationCache, checks_key, enabled_by_env
 
 STAGES: list[tuple[str, Callable[[Context], list[Check]]]] = [
     ("structure", structure.check),
@@ -132,15 +140,49 @@ def _trust(ctx: Context, checks: list[Check]) -> TrustLevel:
     return "re-scored" if ctx.rescored and copies_ok else "signed"
 
 
+def _cache_key(ctx: Context) -> str | None:
+    from reconbench.signing import canonical
+
+    if ctx.board.cache is None or ctx.result is None:
+        return None
+    payload = hashlib.sha256(canonical(ctx.result.payload.model_dump(mode="json"))).hexdigest()
+    return checks_key(payload, rescore=ctx.rescore, device=ctx.device, weights_dir=ctx.weights_dir)
+
+
+def _restore(ctx: Context, record: dict) -> list[Check]:
+    """The cached stages' checks, and what they left in the context for the later checks and the trust level."""
+    ctx.rescored = bool(record["rescored"])
+    ctx.unverified = [str(n) for n in record["unverified"]]
+    ctx.exact_copies = {int(k): int(v) for k, v in record["exact_copies"].items()}
+    ctx.held_reason = record["held_reason"]
+    ctx.evidence = dict(record["evidence"])
+    return [Check(c["name"], c["status"], c["message"], tuple(c["details"])) for c in record["checks"]]
+
+
+def _record(ctx: Context, checks: list[Check]) -> dict:
+    return {"checks": [c.to_dict() for c in checks], "rescored": ctx.rescored, "unverified": list(ctx.unverified),
+            "exact_copies": {str(k): v for k, v in ctx.exact_copies.items()}, "held_reason": ctx.held_reason,
+            "evidence": ctx.evidence}
+
+
 def run_checks(unit: Unit, root: Path, board: Board, *, rescore: bool = True, device: str = "cpu",
                weights_dir: Path | None = None) -> EntryReport:
     ctx = Context(unit=unit, root=lexical(root), board=board, rescore=rescore, device=device, weights_dir=weights_dir)
     checks: list[Check] = []
     stopped = False
     stages = STAGES if unit.entry_id else TEAM_STAGES if unit.team else STAGES[:1]
+    cached_from = len(checks)
+    key = record = None
     for name, stage in stages:
         if stopped:
             checks.append(Check(name, "not-run", "skipped: an earlier check failed"))
+            continue
+        if name == CACHED_STAGES[0]:
+            cached_from, key = len(checks), _cache_key(ctx)
+            record = board.cache.load_checks(key) if key else None
+        if record is not None and name in CACHED_STAGES:
+            if name == CACHED_STAGES[-1]:
+                checks += _restore(ctx, record)
             continue
         if isinstance(ctx.result, TextResultFile):
             stage = TEXT_STAGES.get(name, stage)
@@ -153,6 +195,8 @@ def run_checks(unit: Unit, root: Path, board: Board, *, rescore: bool = True, de
                                             f"{show(str(exc))[:300]}); please report this")]
         checks += produced
         stopped = any(c.status == "fail" for c in produced)
+        if name == CACHED_STAGES[-1] and key and not any(c.status == "fail" for c in checks[cached_from:]):
+            board.cache.store_checks(key, _record(ctx, checks[cached_from:]))
     # Messages name files as submissions/<team>/<entry>/<file>, not by this machine's absolute path.
     prefix = str(ctx.root.parent).rstrip(os.sep) + os.sep
     checks = [Check(c.name, c.status, c.message.replace(prefix, ""), tuple(d.replace(prefix, "") for d in c.details))
@@ -170,7 +214,7 @@ def run_checks(unit: Unit, root: Path, board: Board, *, rescore: bool = True, de
 
 def validate_board(paths: list[Path] | None = None, root: Path = DEFAULT_ROOT, *, rescore: bool = True,
                    device: str = "cpu", weights_dir: Path | None = None, explicit: list[Path] | None = None,
-                   base_root: Path | None = None) -> BoardReport:
+                   base_root: Path | None = None, cache: bool | ValidationCache = True) -> BoardReport:
     """Validate every unit under `root`, or only those the given paths touch (a pull request's diff).
 
     `explicit` paths are validated too, but each must select at least one entry: a path typed by a
@@ -180,9 +224,12 @@ def validate_board(paths: list[Path] | None = None, root: Path = DEFAULT_ROOT, *
     selection: Selection = all_units(root) if paths is None and explicit is None else select(given, root)
     empty = [show(str(p)) for p in explicit or [] if not any(u.entry_id for u in select([p], root).units)
              and show(str(p)) not in selection.outside]
-    board = Board(root, base_root)
-    reports = [run_checks(u, root, board, rescore=rescore, device=device, weights_dir=weights_dir)
-               for u in selection.units]
+    if cache is True:
+        cache = ValidationCache.default() if enabled_by_env() else None
+    board = Board(root, base_root, cache=cache or None)
+    with one_torch_thread():  # many small tensor ops: a second thread only adds synchronisation (threads.py)
+        reports = [run_checks(u, root, board, rescore=rescore, device=device, weights_dir=weights_dir)
+                   for u in selection.units]
     reports.sort(key=lambda r: (not r.is_entry, r.team, r.entry_id, str(r.path)))
     changes = key_changes(root, base_root) if base_root is not None else []
     return BoardReport(entries=reports, outside=selection.outside, removed=selection.removed, empty=empty,
@@ -190,8 +237,9 @@ def validate_board(paths: list[Path] | None = None, root: Path = DEFAULT_ROOT, *
 
 
 def validate_entries(paths: list[Path] | None = None, root: Path = DEFAULT_ROOT, *, rescore: bool = True,
-                     device: str = "cpu", weights_dir: Path | None = None) -> list[EntryReport]:
+                     device: str = "cpu", weights_dir: Path | None = None,
+                     cache: bool | ValidationCache = True) -> list[EntryReport]:
     """One report per entry folder (team folders without entries and stray files are left out:
     see validate_board for those). With `paths`, only the entries those paths touch."""
-    board = validate_board(paths, root, rescore=rescore, device=device, weights_dir=weights_dir)
+    board = validate_board(paths, root, rescore=rescore, device=device, weights_dir=weights_dir, cache=cache)
     return [r for r in board.entries if r.is_entry]

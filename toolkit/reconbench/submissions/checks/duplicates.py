@@ -9,7 +9,11 @@ An entry fails only when an entry that reached the board *before* it has
     set, when that entry belongs to another team; or, for the same team's earlier entry of the same
     configuration (board.setting_of), more than DUPLICATE_SHARE are seed copies of its reconstructions
     (submissions/seedcopy.py: a second seed of one configuration must be an independent run).
-The message names the original. The earlier entry is never failed by a later one: a newcomer can
+The message names the original (the earliest, when several are). Another team's candidates come
+from a nearest-neighbour index over every entry of the target set (submissions/nearindex.py), which
+bounds each entry's share from above; the exact comparison runs on the entries whose bound is above
+DUPLICATE_SHARE only, so the verdict is the one a comparison with every earlier entry would give.
+The earlier entry is never failed by a later one: a newcomer can
 never knock an entry off the board. When the original ran the same run (same attack, settings and
 seed), the entry is a re-run of it, also when only every metric agrees within the reproduction
 tolerances: the message says "this reproduces entry X; nothing new to rank" and what to do instead
@@ -25,7 +29,9 @@ from pathlib import Path
 from reconbench.submissions.board import setting_of
 from reconbench.submissions.checks.base import Check, CheckFailed, Context
 from reconbench.submissions import reproduces
-from reconbench.submissions.nearcopy import HELD_SHARE, Space, public_space
+from reconbench.submissions.nearcopy import HELD_SHARE, public_thresholds
+from reconbench.submissions.nearindex import first_near_duplicate
+from reconbench.submissions.validation_cache import near_key
 
 # The same share as holding: an honest entry has at most ~2% of its reconstructions this close to
 # any public image (measured on the digits examples), so more than 5% shared with one earlier
@@ -37,21 +43,20 @@ def _rel(ctx: Context, path) -> str:
     return f"{path.parent.name}/{path.name}"
 
 
-def _near_duplicate(ctx: Context, candidates: list, own: bool = False) -> tuple[Path, float] | None:
-    """The first candidate that more than DUPLICATE_SHARE of this entry's reconstructions copy: by the
-    track's near-copy thresholds (another team's entry), or as seed copies (own: the team's own run of
-    the same configuration, submissions/seedcopy.py)."""
+def _seed_copy(ctx: Context, candidates: list) -> tuple[Path, float] | None:
+    """The first of the team's own earlier runs of this configuration that more than DUPLICATE_SHARE of
+    this entry's reconstructions are seed copies of (submissions/seedcopy.py; a seed group is small)."""
     from reconbench.submissions.seedcopy import seed_copy_share
 
     try:
-        _, thresholds = public_space(ctx.track)
-    except Exception:  # noqa: BLE001 - no thresholds, no near-duplicate test (exact ones still apply)
+        public_thresholds(ctx.track)
+    except Exception:  # noqa: BLE001 - as the near-copy test: no public pool, no near test of either kind
         return None
     for other in candidates:
         space = ctx.board.space(other)
         if space is None:
             continue
-        share = seed_copy_share(space.images, ctx.images) if own else Space.flag(space, ctx.images, thresholds).share
+        share = seed_copy_share(space.images, ctx.images)
         if share > DUPLICATE_SHARE:
             return other, share
     return None
@@ -62,6 +67,37 @@ def _reproduction(ctx: Context, found: reproduces.Finding) -> CheckFailed:
     line, options = reproduces.advice(found, ctx.result.payload, ctx.root, run_dir=str(mine),
                                       first=ctx.board.how_first(found.original))
     return CheckFailed(line, options)
+
+
+def _near_duplicate(ctx: Context, earlier: list) -> tuple[Path, float] | None:
+    """The first of `earlier` (arrival order) that more than DUPLICATE_SHARE of the images copy, by the
+    track's near-copy thresholds."""
+    if not earlier:
+        return None
+    try:
+        thresholds = public_thresholds(ctx.track)
+    except Exception:  # noqa: BLE001 - no thresholds, no near-duplicate test (exact ones still apply)
+        return None
+    payload = ctx.result.payload
+    board = ctx.board
+    key = None
+    if board.cache is not None:  # the same board answers the same: validation_cache.near_key
+        key = near_key(payload.reconstructions.sha256, [(board.recon_sha256(e), board.readable(e)) for e in earlier],
+                       thresholds, DUPLICATE_SHARE)
+        record = board.cache.load_record("near", key)
+        if record is not None and (record["sha256"] is None or isinstance(record.get("share"), float)):
+            if record["sha256"] is None:
+                return None
+            other = next((e for e in earlier if board.recon_sha256(e) == record["sha256"]), None)
+            if other is not None:
+                return other, record["share"]
+    index = board.near_index(ctx.track, payload.scenario.split("/")[0])
+    mine = board.features_of(payload.reconstructions.sha256, ctx.images)
+    found = first_near_duplicate(ctx.images, mine, earlier, index, board.space, thresholds, DUPLICATE_SHARE)
+    if key is not None:
+        board.cache.store_record("near", key, {"sha256": board.recon_sha256(found[0]) if found else None,
+                                               "share": float(found[1]) if found else None})
+    return (found[0], found[1]) if found else None
 
 
 def check(ctx: Context) -> list[Check]:
@@ -91,8 +127,7 @@ def check(ctx: Context) -> list[Check]:
         earlier = board.earlier(me, board.same_target(payload.track, payload.scenario.split("/")[0]))
         mine = setting_of(payload)
         near = _near_duplicate(ctx, [e for e in earlier if board.team_of(e) != ctx.unit.team])
-        own = _near_duplicate(ctx, [e for e in earlier if board.team_of(e) == ctx.unit.team and board.setting(e) == mine],
-                              own=True)
+        own = _seed_copy(ctx, [e for e in earlier if board.team_of(e) == ctx.unit.team and board.setting(e) == mine])
         for found in (near, own):  # the same run again: a reproduction of it, said so (submissions/reproduces.py)
             if found and not same_id and reproduces.same_run(payload, board.payload(found[0])):
                 how = f"{found[1]:.0%} of the reconstructions are near-duplicates of its reconstructions"

@@ -1,0 +1,224 @@
+"""What validation may reuse from an earlier run: near-duplicate features and the costly checks'
+outcomes, as files keyed by content hashes (JSON and safetensors: data the toolkit reads, never
+unpickled).
+
+- Features (nearindex.Features: the uint8 pixels and the projected structure vectors) of a
+  reconstruction file, keyed by its sha256 and the feature code
+  (FEATURE_VERSION, the source of nearcopy.py and nearindex.py, numpy/torch versions).
+- The near-duplicate search's answer for an entry (which earlier entry it copies, if any), keyed by
+  its reconstructions' sha256, the thresholds, the feature code and the ordered list of the earlier
+  entries it is compared with (their reconstructions' sha256 and whether each file is readable): the
+  same board gives the same answer, and any change to the board is another key (near_key).
+- Check outcomes of the stages that only depend on the entry's own content (rescore, copies,
+  nearcopies: CACHED_STAGES), keyed by the sha256 of the signed payload (which pins the
+  reconstructions' sha256, the track, the scenario and every claimed number), the toolkit's source
+  and registry (toolkit_key), the library versions, the re-score switch, the device and which
+  backbone weights are present. Failed outcomes are not stored (they are rare and their messages
+  name paths). Every other check (structure, schema, signature, registry, reconstructions,
+  duplicates, reproduction) runs every time: they read the board, the team keys, the git history
+  and the records, and cost milliseconds.
+
+A stale file cannot be found (its key changes with whatever it depends on); a file whose content
+does not hash to the digest it records, or records another key, is ignored and recomputed, so a
+tampered or truncated cache costs time, never a verdict. What the digest cannot stop is a writer
+who recomputes it: the cache is trusted as far as its storage is. In CI only main's own jobs save
+it; a pull request's job restores main's copy and cannot save over it (actions/cache scopes a
+pull request's saves to its own ref). `recon-submit validate --no-cache` ignores it entirely.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from reconbench.cache import cache_root
+from reconbench.io import atomic_path
+
+CACHED_STAGES = ("rescore", "copies", "nearcopies")
+CACHE_ENV = "RECONBENCH_VALIDATION_CACHE"  # "0": no cache (the full re-validation)
+FORMAT = "reconbench-validation-cache-1"
+
+
+def enabled_by_env() -> bool:
+    return os.environ.get(CACHE_ENV, "1").strip().lower() not in {"0", "false", "no", "off"}
+
+
+def _library_versions() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = []
+    for name in ("torch", "numpy", "scikit-learn", "safetensors", "pydantic"):
+        try:
+            out.append(f"{name}={version(name)}")
+        except PackageNotFoundError:
+            out.append(f"{name}=none")
+    return ";".join(out)
+
+
+def _hash_files(paths: list[Path], base: Path) -> str:
+    h = hashlib.sha256()
+    for path in sorted(paths):
+        h.update(str(path.relative_to(base)).encode() + b"\0")
+        h.update(hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()
+
+
+@lru_cache(maxsize=1)
+def toolkit_key() -> str:
+    """The toolkit's source (every .py), its registry and embedded files, and the libraries' versions.
+    Any change to the code re-validates: safe, and a full run is what the nightly job does anyway."""
+    package = Path(__file__).resolve().parents[1]
+    files = [p for p in package.rglob("*") if p.is_file() and p.suffix in (".py", ".json", ".safetensors", ".j2")
+             and "__pycache__" not in p.parts]
+    from reconbench._version import __version__
+
+    return hashlib.sha256(f"{__version__}|{_hash_files(files, package)}|{_library_versions()}".encode()).hexdigest()
+
+
+@lru_cache(maxsize=1)
+def feature_key() -> str:
+    from reconbench.submissions import nearcopy, nearindex
+
+    here = Path(nearindex.__file__).resolve().parent
+    code = _hash_files([Path(nearcopy.__file__).resolve(), Path(nearindex.__file__).resolve()], here)
+    return hashlib.sha256(f"{nearindex.FEATURE_VERSION}|{code}|{_library_versions()}".encode()).hexdigest()
+
+
+def _digest(key: str, body: bytes) -> str:
+    return hashlib.sha256(FORMAT.encode() + b"\0" + key.encode() + b"\0" + body).hexdigest()
+
+
+def _hex64(value: str) -> bool:
+    return len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+
+
+@dataclass
+class ValidationCache:
+    """One folder (default: <cache root>/validation) holding features/ and checks/."""
+
+    root: Path
+
+    @classmethod
+    def default(cls) -> "ValidationCache":
+        return cls(cache_root() / "validation")
+
+    # ------------------------------------------------------------ features
+    def _feature_path(self, sha256: str) -> Path:
+        return self.root / "features" / feature_key()[:16] / sha256[:2] / f"{sha256}.safetensors"
+
+    def load_features(self, sha256: str):
+        from safetensors import SafetensorError, safe_open
+
+        from reconbench.submissions.nearindex import Features
+
+        if not _hex64(sha256):
+            return None
+        path = self._feature_path(sha256)
+        try:
+            with safe_open(str(path), framework="numpy") as f:
+                meta = f.metadata() or {}
+                pixel, struct = f.get_tensor("pixel"), f.get_tensor("struct")
+        except (OSError, SafetensorError, KeyError, ValueError):
+            return None
+        key = f"{feature_key()}|{sha256}"
+        if meta.get("key") != key or pixel.dtype != np.uint8 or struct.dtype != np.float16 \
+                or pixel.ndim != 2 or struct.ndim != 3 or len(pixel) != len(struct):
+            return None
+        if meta.get("digest") != _digest(key, pixel.tobytes() + struct.tobytes()):
+            return None
+        return Features(pixel, struct)
+
+    def store_features(self, sha256: str, features) -> None:
+        from safetensors.numpy import save_file
+
+        if not _hex64(sha256):
+            return
+        key = f"{feature_key()}|{sha256}"
+        pixel, struct = np.ascontiguousarray(features.pixel), np.ascontiguousarray(features.struct)
+        meta = {"key": key, "digest": _digest(key, pixel.tobytes() + struct.tobytes())}
+        try:
+            with atomic_path(self._feature_path(sha256)) as tmp:
+                save_file({"pixel": pixel, "struct": struct}, str(tmp), metadata=meta)
+        except OSError:
+            pass  # a read-only or full cache only costs time
+
+    # ------------------------------------------------------------ records (JSON)
+    def _record_path(self, kind: str, key: str) -> Path:
+        return self.root / kind / key[:2] / f"{key}.json"
+
+    def load_record(self, kind: str, key: str) -> dict | None:
+        """A JSON record stored under `key` (kind "checks" or "near"), or None if absent or not intact."""
+        path = self._record_path(kind, key)
+        try:
+            if path.stat().st_size > 4_000_000:
+                return None
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, UnicodeDecodeError):
+            return None
+        if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("key") != key:
+            return None
+        record = data.get("record")
+        if not isinstance(record, dict) or data.get("digest") != _digest(key, _canonical(record)):
+            return None
+        return record
+
+    def store_record(self, kind: str, key: str, record: dict) -> None:
+        try:
+            data = {"format": FORMAT, "key": key, "digest": _digest(key, _canonical(record)), "record": record}
+        except (TypeError, ValueError):  # not plain JSON data: not kept
+            return
+        try:
+            with atomic_path(self._record_path(kind, key)) as tmp:
+                tmp.write_text(json.dumps(data, ensure_ascii=True, sort_keys=True), encoding="utf-8")
+        except OSError:
+            pass
+
+    def load_checks(self, key: str) -> dict | None:
+        return self.load_record("checks", key)
+
+    def store_checks(self, key: str, record: dict) -> None:
+        self.store_record("checks", key, record)
+
+
+def _canonical(record: dict) -> bytes:
+    return json.dumps(record, ensure_ascii=True, sort_keys=True, separators=(",", ":")).encode()
+
+
+def checks_key(payload_sha256: str, *, rescore: bool, device: str, weights_dir) -> str:
+    """What the cached stages' outcome depends on, beyond the payload: see the module docstring."""
+    from reconbench.metrics.weights import all_pinned, candidate_paths, weights_cache_dir
+
+    weights = ",".join(f"{s.key}:{s.sha256[:16]}:{int(any(p.is_file() for p in candidate_paths(s, weights_dir)))}"
+                       for s in all_pinned())
+    parts = [FORMAT, payload_sha256, toolkit_key(), f"rescore={int(rescore)}", f"device={device}",
+             f"weights_dir={weights_dir}", f"weights_cache={weights_cache_dir()}", weights, _override_registries()]
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()
+
+
+def _override_registries() -> str:
+    """A registry file set in the environment replaces the packaged one: its content is part of the key."""
+    out = []
+    for env in ("RECONBENCH_REGISTRY", "RECONBENCH_TEXT_REGISTRY"):
+        path = os.environ.get(env)
+        if path:
+            try:
+                out.append(f"{env}={hashlib.sha256(Path(path).read_bytes()).hexdigest()}")
+            except OSError:
+                out.append(f"{env}=unreadable:{path}")
+    return ";".join(out)
+
+
+def near_key(mine_sha256: str, earlier: list[tuple[str, bool]], thresholds, share: float) -> str:
+    """Key of a near-duplicate answer: see the module docstring (earlier: (sha256, readable) in order)."""
+    h = hashlib.sha256()
+    h.update("|".join([FORMAT, "near", feature_key(), json.dumps(thresholds.to_dict(), sort_keys=True), repr(share),
+                       mine_sha256]).encode())
+    for sha, readable in earlier:
+        h.update(b"\0" + sha.encode() + (b"1" if readable else b"0"))
+    return h.hexdigest()
