@@ -4,7 +4,8 @@ on_config        validate submissions/ and build every generated page in memory 
                  expand the Leaderboards and Attacks nav entries into sections
 on_files         add the generated pages, galleries, downloads and the bundled plotly.min.js as
                  File objects (nothing is written into docs_dir or git)
-on_page_content  put the HTML fragments back into the rendered pages, links made relative
+on_page_content  put the HTML fragments back into the rendered pages, links made relative; keep
+                 entry pages and board tables out of the search index (search.py)
 
 Settings (environment): RECONBENCH_SUBMISSIONS (default: submissions/ beside mkdocs.yml),
 RECONBENCH_JUDGEMENTS (judge studies; default: judgements/ beside the submissions folder),
@@ -22,6 +23,7 @@ from mkdocs.structure.files import File, Files
 
 from reconbench.leaderboard.build import SiteBundle, build_site, settings_from_env
 from reconbench.leaderboard.pages import PLACEHOLDER, docs_url, resolve_links
+from reconbench.leaderboard.search import for_search, summaries
 
 log = logging.getLogger("mkdocs.hooks.reconbench")  # under "mkdocs": warnings fail --strict
 
@@ -30,6 +32,7 @@ NAV_SECTIONS = {"leaderboards/index.md": "leaderboards", "attacks/index.md": "at
                 "judgements/index.md": "judgements", "matrix/index.md": "matrix", "tracks/index.md": "tracks"}
 
 _bundle: SiteBundle | None = None
+_summaries: dict[str, str] = {}
 
 
 def plotly_js_path() -> Path:
@@ -43,7 +46,7 @@ def plotly_js_path() -> Path:
 
 
 def on_config(config):
-    global _bundle
+    global _bundle, _summaries
     start = time.perf_counter()
     root, rescore, device = settings_from_env(Path(config.config_file_path).parent / "submissions")
     _bundle = build_site(root, rescore=rescore, device=device, site_url=config.site_url)
@@ -54,6 +57,7 @@ def on_config(config):
 
     track_cards.add_to_bundle(_bundle)
     findings.add_to_bundle(_bundle)
+    _summaries = summaries(_bundle.frame)
     phases = ", ".join(f"{k} {v:.2f} s" for k, v in _bundle.timings.items() if k != "total")
     log.info("reconbench: %d entries from %s (re-score %s) in %.2f s (%s)", len(_bundle.frame), root,
              "on" if rescore else "off", time.perf_counter() - start, phases)
@@ -93,6 +97,11 @@ def on_files(files: Files, config):
 
 def on_page_content(html: str, page, config, files):
     assert _bundle is not None
+    src = page.file.src_uri
+    return for_search(_insert_fragments(html, page, config), src, _summaries.get(src))
+
+
+def _insert_fragments(html: str, page, config) -> str:
     if "rb:" not in html:
         return html
     use_dir = config.use_directory_urls
