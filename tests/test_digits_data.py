@@ -19,6 +19,8 @@ def test_the_csv_reader_gives_exactly_load_digits():
     assert got.images.shape == (1797, 1, 8, 8) and got.images.dtype == np.uint8
     assert np.array_equal(got.images[:, 0], np.rint(ref.images * (255.0 / 16.0)).astype(np.uint8))
     assert np.array_equal(got.labels, ref.target)
+    # the layout too: torch keeps numpy's strides, and a size-1 channel's stride picks the conv kernel
+    assert got.images.strides == (np.rint(ref.images).astype(np.uint8)[:, None]).strides
 
 
 def test_a_changed_file_is_refused_naming_it(tmp_path, monkeypatch):

@@ -71,7 +71,9 @@ def load_digits_arrays() -> ArraySet:
         raise DigitsError(f"{path}: cannot read scikit-learn's digits ({exc})") from None
     if data.ndim != 2 or data.shape[1] != 65:
         raise DigitsError(f"{path}: expected 65 columns (8x8 pixels + label), got shape {data.shape}")
-    images = np.rint(data[:, :-1].reshape(-1, 1, 8, 8) * (255.0 / 16.0)).clip(0, 255).astype(np.uint8)
+    # made as load_digits' (N, 8, 8) images were, then [:, None]: the same array strides, which torch keeps
+    # (a size-1 channel's stride decides its convolution's kernel, and so the last bits of the features)
+    images = np.rint(data[:, :-1].reshape(-1, 8, 8) * (255.0 / 16.0)).clip(0, 255).astype(np.uint8)[:, None]
     out = ArraySet(images, data[:, -1].astype(np.int64))
     if out.sha256 != DIGITS_SHA256:
         raise DigitsError(f"{path}: the digits read have sha256 {out.sha256}, not the pinned {DIGITS_SHA256}")
