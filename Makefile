@@ -1,6 +1,7 @@
 # Two entry points for a fresh machine (see README):
 #   make evaluate   install, then run `recon-submit evaluate` on the embedded default
-#   make test       install with the test and cluster (Ray) extras, then run the test suite
+#   make test       install with the test and cluster (Ray) extras, then run the whole test suite
+#   make test-fast / test-slow   the default set (pytest -m "not slow") / the slow set (CI runs both, side by side)
 # Nothing is activated: the tools are in $(VENV)/bin/ (docs/install.md).
 # torch is installed first and pinned, so no dependency picks another torch.
 PYTHON ?= python3
@@ -8,10 +9,13 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 TORCH  := torch==2.14.1 torchvision==0.29.1
 # The index's torch is the CUDA build (~6.4 GB venv, 3.2 GB nvidia-*). Where PyTorch's CPU index is
-# reachable: make evaluate TORCH_INDEX=https://download.pytorch.org/whl/cpu
+# reachable: make evaluate TORCH_INDEX=https://download.pytorch.org/whl/cpu (CI does)
 TORCH_INDEX ?=
+# Test processes (pytest-xdist): one per CPU; PYTEST_WORKERS=0 runs in this process.
+PYTEST_WORKERS ?= auto
+PYTEST := $(BIN)/python -m pytest -q $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS))
 
-.PHONY: install install-test sandbox fashion-data evaluate test site bench clean
+.PHONY: install install-test sandbox fashion-data evaluate test test-fast test-slow site bench clean
 
 # Fashion-MNIST for the fashion-* tracks: Debian's package where apt exists (as root, or with sudo);
 # elsewhere the toolkit downloads the Hub's pinned parquet copy on first use.
@@ -49,7 +53,13 @@ evaluate: install
 	$(BIN)/recon-submit evaluate
 
 test: install-test
-	$(BIN)/python -m pytest -q
+	$(PYTEST)
+
+test-fast: install-test
+	$(PYTEST) -m "not slow"
+
+test-slow: install-test
+	$(PYTEST) -m slow
 
 site: install
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict  # no theme end-of-life banner

