@@ -1,20 +1,25 @@
-"""Site build time against the number of entries: it must grow linearly.
+"""Validation and site build against the number of entries, with entries that pass every check.
 
-    .venv/bin/python benchmarks/bench_site_build.py [--sizes 0 10 100 1000] [--repeat 3] [--keep DIR]
+    .venv/bin/python benchmarks/bench_site_build.py [--sizes 10 100 1000] [--keep DIR]
 
-Makes one real MI-Face entry with the toolkit (evaluate + sign), derives the others from it
-(tests/site_entries.py: unique reconstructions, own entry_id, re-signed by one of 20 teams), then
-runs the same build as `mkdocs build --strict` on the repository's mkdocs.yml for each size, with
-RECONBENCH_SITE_RESCORE=0 (re-scoring 1,000 entries would time the metrics, not the site; the
-validator still checks structure, schema, signature, registry, reconstructions, copies and
-duplicates of every entry).
+Entries: one real MI-Face run (evaluate + sign) is the template payload; the reconstructions are
+blends of real runs' reconstructions (tests/site_entries.py blend_entries: three images of one class,
+Dirichlet weights), scored by the toolkit's own score(), signed by 20 teams' fresh keys. Every one
+passes every check, re-scoring and the near-duplicate search included (the script fails otherwise).
 
-The builds run in this process (mkdocs' own build function, strict), so that Python and torch
-imports (~10-20 s, paid once by a real `mkdocs build`) do not drown the per-entry cost; each size
-is built `--repeat` times and the fastest run counts (other processes on a shared machine only
-ever add time). Printed: wall time per size, the hook's phases, and the time per entry above the
-empty build (its fixed cost: theme, the registry's track and attack pages), which stays flat when
-the build is linear.
+For each size N, on a board of the first N entries and an empty cache (RECONBENCH_CACHE):
+  validate   validate_board over the whole board, as `recon-submit validate --root` does: every check
+             of every entry, nothing cached (the full re-validation, the nightly job's work)
+  build      the strict MkDocs build of the repository's mkdocs.yml (the hook validates again, reusing
+             the cached check outcomes and near-duplicate features, then renders every page)
+  search     the size of the built search/search_index.json
+Then the pull-request case on the largest board: one more entry (another team) validated alone
+against the board, with the cache the full validation left (what validate.yml restores from main),
+and with an empty cache.
+
+Times are CPU seconds of this process (time.process_time, one torch thread): other sessions on a
+shared machine add wall time, not CPU time. The builds run in this process (mkdocs' own build
+function), so Python and torch imports are paid once, before the first measurement.
 """
 
 from __future__ import annotations
@@ -31,66 +36,118 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from site_entries import clone_entries, evaluate_entry, make_key  # noqa: E402
+from site_entries import blend_entries, diverse_sources, evaluate_entry, make_key  # noqa: E402
 
 
-def build_once(submissions: Path, site_dir: Path) -> tuple[float, dict[str, float], int]:
-    """One strict build; returns (seconds, the hook's phase timings, pages written)."""
-    from mkdocs.commands.build import build
+def timed(fn, *args, **kw):
+    c0, w0 = time.process_time(), time.perf_counter()
+    out = fn(*args, **kw)
+    return out, time.process_time() - c0, time.perf_counter() - w0
+
+
+def board_of(pool: Path, entries: list[Path], dest: Path) -> Path:
+    """A submissions/ folder holding `entries` (from `pool`) and their teams' team.toml."""
+    shutil.rmtree(dest, ignore_errors=True)
+    for entry in entries:
+        team = dest / entry.parent.name
+        if not team.exists():
+            team.mkdir(parents=True)
+            shutil.copy2(entry.parent / "team.toml", team / "team.toml")
+        shutil.copytree(entry, team / entry.name)
+    return dest
+
+
+def validate(root: Path, paths=None):
+    from reconbench.submissions.validate import validate_board
+
+    report = validate_board(paths, root)
+    bad = [(r.team, r.entry_id, next((c.message for c in r.checks if c.status == "fail"), r.trust))
+           for r in report.entries if r.trust not in ("re-scored", "reproduced")]
+    if bad:
+        raise SystemExit(f"{len(bad)} entries do not pass every check, e.g. {bad[:3]}")
+    return report
+
+
+def build(submissions: Path, site_dir: Path) -> dict:
+    from mkdocs.commands.build import build as mkdocs_build
     from mkdocs.config import load_config
 
     os.environ["RECONBENCH_SUBMISSIONS"] = str(submissions)
-    os.environ["RECONBENCH_SITE_RESCORE"] = "0"
+    os.environ["RECONBENCH_SITE_RESCORE"] = "1"
     shutil.rmtree(site_dir, ignore_errors=True)
-    t0 = time.perf_counter()
     config = load_config(config_file=str(REPO / "mkdocs.yml"), site_dir=str(site_dir), strict=True)
-    build(config)  # raises mkdocs.exceptions.Abort on any warning (strict)
-    seconds = time.perf_counter() - t0
+    mkdocs_build(config)  # raises mkdocs.exceptions.Abort on any warning (strict)
     hook = next(iter(config.hooks.values()))  # the loaded module of mkdocs.yml's `hooks:`
-    timings = dict(hook._bundle.timings)
-    return seconds, timings, sum(1 for _ in site_dir.rglob("index.html"))
+    return dict(hook._bundle.timings)
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--sizes", type=int, nargs="+", default=[0, 10, 100, 1000])
-    p.add_argument("--repeat", type=int, default=3, help="builds per size (the fastest counts); 1 for the largest")
-    p.add_argument("--keep", type=Path, help="keep the generated submissions and sites here")
+    p.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000])
+    p.add_argument("--keep", type=Path, help="keep the generated entries, boards, caches and sites here")
     args = p.parse_args(argv)
     logging.getLogger("mkdocs").setLevel(logging.WARNING)
     os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    import torch
 
+    torch.set_num_threads(1)
+    sizes = sorted(set(args.sizes))
     work = Path(args.keep or tempfile.mkdtemp(prefix="bench-site-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
-        t0 = time.perf_counter()
+        os.environ["RECONBENCH_CACHE"] = str(work / "cache-setup")
         template = evaluate_entry(work, make_key(work, "template"), seed=0, iterations=30)
-        print(f"template entry (mi-face, 30 iterations, real evaluate): {time.perf_counter() - t0:.1f} s")
-        sizes = sorted(set(args.sizes))
+        examples = sorted((REPO / "submissions").glob("*/*/reconstructions.safetensors"))
+        from reconbench.results import load_reconstructions
+
+        shape = load_reconstructions(template / "reconstructions.safetensors")[0].shape
+        sources = diverse_sources([e.parent for e in examples], shape)
+        pool = work / "pool"
+        made = sorted(pool.glob("*/*/result.json"))
+        if len(made) < sizes[-1] + 1:
+            shutil.rmtree(pool, ignore_errors=True)
+            _, cpu, wall = timed(blend_entries, template, sources, pool, sizes[-1] + 1, work / "keys", teams=20)
+            print(f"made {sizes[-1] + 1} blended entries from {len(sources)} real runs: {cpu:.0f} CPU-s ({wall:.0f} s wall)")
+        entries = sorted((e.parent for e in pool.glob("*/*/result.json")), key=lambda e: e.name)
+        validate(board_of(pool, entries[:2], work / "warm-up"))  # imports, registry, public pool: paid once
         rows = []
         for n in sizes:
-            subs = work / f"submissions-{n}"
-            shutil.rmtree(subs, ignore_errors=True)
-            subs.mkdir()
-            clone_entries(template, subs, n, work / "keys", teams=min(20, max(1, n)))
-            repeat = 1 if n == sizes[-1] and n >= 500 else args.repeat
-            runs = [build_once(subs, work / f"public-{n}") for _ in range(repeat)]
-            seconds, timings, pages = min(runs, key=lambda r: r[0])
-            rows.append((n, seconds, timings, pages, [r[0] for r in runs]))
-            print(f"  {n:5d} entries: {pages} pages, builds {', '.join(f'{r[0]:.2f}' for r in runs)} s")
-        base = rows[0][1] if rows[0][0] == 0 else None
-        print()
-        print(f"{'entries':>7} {'pages':>6} {'build s':>8} {'ms/entry':>9} {'ms/entry above empty':>21}   hook phases (s)")
-        for n, seconds, timings, pages, _ in rows:
-            per = f"{1000 * seconds / n:9.1f}" if n else f"{'-':>9}"
-            above = f"{1000 * (seconds - base) / n:21.1f}" if n and base is not None else f"{'-':>21}"
-            phases = " ".join(f"{k}={v:.2f}" for k, v in timings.items())
-            print(f"{n:7d} {pages:6d} {seconds:8.2f} {per} {above}   {phases}")
-        marginal = [(n, (s - base) / n) for n, s, *_ in rows if n and base is not None]
-        if len(marginal) >= 2:
-            (n_small, small), (n_big, big) = marginal[0], marginal[-1]
-            print(f"\nper-entry cost, {n_big} vs {n_small} entries: {1000 * big:.1f} vs {1000 * small:.1f} ms "
-                  f"(ratio {big / small:.2f}; about 1 = linear, well above 1 = superlinear)")
+            root = board_of(pool, entries[:n], work / f"board-{n}" / "submissions")
+            os.environ["RECONBENCH_CACHE"] = str(work / f"cache-{n}")
+            shutil.rmtree(work / f"cache-{n}", ignore_errors=True)
+            report, v_cpu, v_wall = timed(validate, root)
+            timings, b_cpu, b_wall = timed(build, root, work / f"site-{n}")
+            index = work / f"site-{n}" / "search" / "search_index.json"
+            rows.append(dict(n=n, v_cpu=v_cpu, v_wall=v_wall, b_cpu=b_cpu, b_wall=b_wall, timings=timings,
+                             search=index.stat().st_size, checked=len(report.entries)))
+            print(f"  N={n}: validate {v_cpu:.1f} CPU-s ({v_wall:.1f} s wall), build {b_cpu:.1f} CPU-s "
+                  f"({b_wall:.1f} s wall), search index {index.stat().st_size / 1e6:.2f} MB", flush=True)
+        # the pull-request case: one more entry, validated alone against the largest board
+        n = sizes[-1]
+        root = work / f"board-{n}" / "submissions"
+        new = entries[n]
+        team = root / new.parent.name
+        shutil.copytree(new, team / new.name)
+        _, pr_cpu, pr_wall = timed(validate, root, [team / new.name])
+        os.environ["RECONBENCH_CACHE"] = str(work / "cache-empty")
+        shutil.rmtree(work / "cache-empty", ignore_errors=True)
+        _, cold_cpu, cold_wall = timed(validate, root, [team / new.name])
+
+        print(f"\nload average at the end: {os.getloadavg()[0]:.1f} (1 min), {os.getloadavg()[2]:.1f} (15 min); "
+              f"{os.cpu_count()} CPUs; CPU seconds of this process, 1 torch thread")
+        print(f"| entries | validate CPU-s | build CPU-s | validate+build CPU-s per entry | x per entry at N={sizes[0]} "
+              f"| search index MB | kB per entry |")
+        print("|---|---|---|---|---|---|---|")
+        base = (rows[0]["v_cpu"] + rows[0]["b_cpu"]) / rows[0]["n"]
+        for r in rows:
+            per = (r["v_cpu"] + r["b_cpu"]) / r["n"]
+            print(f"| {r['n']:,} | {r['v_cpu']:.1f} | {r['b_cpu']:.1f} | {per:.2f} | {per / base:.2f} "
+                  f"| {r['search'] / 1e6:.2f} | {r['search'] / r['n'] / 1e3:.1f} |")
+        for r in rows:
+            print(f"  N={r['n']}: hook phases " + " ".join(f"{k}={v:.1f}" for k, v in r["timings"].items()))
+        print(f"pull request adding one entry to the {n:,}-entry board: {pr_cpu:.1f} CPU-s ({pr_wall:.1f} s wall) "
+              f"with main's cache; {cold_cpu:.1f} CPU-s ({cold_wall:.1f} s wall) with an empty cache")
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
