@@ -11,9 +11,11 @@ TORCH  := torch==2.14.1 torchvision==0.29.1
 # The index's torch is the CUDA build (~6.4 GB venv, 3.2 GB nvidia-*). Where PyTorch's CPU index is
 # reachable: make evaluate TORCH_INDEX=https://download.pytorch.org/whl/cpu (CI does)
 TORCH_INDEX ?=
-# Test processes (pytest-xdist): one per CPU; PYTEST_WORKERS=0 runs in this process.
+# Test processes (pytest-xdist): one per CPU; PYTEST_WORKERS=0 runs in this process. --dist loadfile
+# keeps a module's tests in one process, so a module-scoped fixture (a site build, a Ray instance,
+# an evaluated entry) is made once, not once per process.
 PYTEST_WORKERS ?= auto
-PYTEST := $(BIN)/python -m pytest -q $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS))
+PYTEST := $(BIN)/python -m pytest -q $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
 
 .PHONY: install install-test sandbox fashion-data evaluate test test-fast test-slow site bench clean
 

@@ -97,7 +97,10 @@ def main(argv=None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     try:
         os.environ["RECONBENCH_CACHE"] = str(work / "cache-setup")
-        template = evaluate_entry(work, make_key(work, "template"), seed=0, iterations=30)
+        template = work / "run-mi-face-0-30-default"  # evaluate_entry's folder (kept by --keep)
+        if not (template / "result.json").is_file():
+            shutil.rmtree(template, ignore_errors=True)
+            template = evaluate_entry(work, make_key(work, "template"), seed=0, iterations=30)
         examples = sorted((REPO / "submissions").glob("*/*/reconstructions.safetensors"))
         from reconbench.results import load_reconstructions
 
@@ -105,8 +108,7 @@ def main(argv=None) -> int:
         sources = diverse_sources([e.parent for e in examples], shape)
         pool = work / "pool"
         made = sorted(pool.glob("*/*/result.json"))
-        if len(made) < sizes[-1] + 1:
-            shutil.rmtree(pool, ignore_errors=True)
+        if len(made) < sizes[-1] + 1:  # (entries an interrupted run made are kept)
             _, cpu, wall = timed(blend_entries, template, sources, pool, sizes[-1] + 1, work / "keys", teams=20)
             print(f"made {sizes[-1] + 1} blended entries from {len(sources)} real runs: {cpu:.0f} CPU-s ({wall:.0f} s wall)")
         entries = sorted((e.parent for e in pool.glob("*/*/result.json")), key=lambda e: e.name)

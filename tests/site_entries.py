@@ -124,7 +124,10 @@ def blend_entries(template: Path, sources: list[Path], root: Path, count: int, k
         imgs, labs = np.rint(blend).clip(0, 255).astype(np.uint8), y.astype(np.int64)
         entry_id = f"{payload['track']}-blend-{i:05d}"
         folder = root / slug / entry_id
-        folder.mkdir(parents=True)
+        if (folder / RESULT_FILE).is_file():  # made by an earlier, interrupted call (the draws above are the same)
+            out.append(folder)
+            continue
+        folder.mkdir(parents=True, exist_ok=True)
         save_arrays(folder / RECONSTRUCTIONS_FILE, {"images": imgs, "labels": labs})
         report = score(imgs, labs, target.images, target.labels, track=track, lpips=False, fid=False)
         p = json.loads(json.dumps(payload))

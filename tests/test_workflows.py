@@ -264,4 +264,4 @@ def test_ci_runs_the_fast_and_the_slow_set_side_by_side():
     job = load(WORKFLOWS / "ci.yml")["jobs"]["test"]
     assert job["strategy"]["matrix"]["set"] == ["fast", "slow"]
     makefile = (REPO / "Makefile").read_text()
-    assert '-m "not slow"' in makefile and "-m slow" in makefile and "-n $(PYTEST_WORKERS)" in makefile
+    assert '-m "not slow"' in makefile and "-m slow" in makefile and "-n $(PYTEST_WORKERS) --dist loadfile" in makefile
