@@ -11,7 +11,8 @@ track's 500 images, DeepInversion at two iteration counts:
                what evaluate costs without the attack's process; evaluate minus this = isolation
 Each cost c(T) = fixed + T x per-step: the per-step cost is the slope between the two counts, the
 fixed cost is c(T1) - T1 x slope (interpreter start, imports, loading the track, the model, scoring,
-signing, writing). CPU = user + system seconds of the child processes (getrusage); wall = elapsed.
+signing, writing). CPU = user + system seconds of the child processes (getrusage), the sandboxed
+attack's included (bench_cpu.py: this process adopts and reaps what bubblewrap leaves); wall = elapsed.
 The best of --repeat runs counts (a shared machine only ever adds time). The commands alternate,
 so load changes hit all three alike.
 """
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -28,6 +28,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from bench_cpu import adopt_orphans, children_cpu, reap_orphans  # noqa: E402
 IN_PROCESS = """
 import sys, torch
 from pathlib import Path
@@ -51,12 +54,12 @@ sign_payload({m: r.model_dump(mode="json") for m, r in report.metrics.items()}, 
 
 
 def run(argv: list[str], env: dict) -> tuple[float, float]:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before = children_cpu()
     t0 = time.perf_counter()
     subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=REPO)
+    reap_orphans()  # the sandbox's init and the attack's interpreter, when bubblewrap left them
     wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, children_cpu() - before
 
 
 def commands(iterations: int, work: Path, key: Path) -> dict[str, list[str]]:
@@ -78,6 +81,7 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=2)
     args = p.parse_args()
     t1, t2 = args.iterations
+    adopt_orphans()
     with tempfile.TemporaryDirectory(prefix="bench-fixed-") as tmp:
         work = Path(tmp)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "toolkit"), os.environ.get("PYTHONPATH", "")]),
