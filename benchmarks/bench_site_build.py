@@ -146,6 +146,16 @@ def main(argv=None) -> int:
             per = (r["v_cpu"] + r["b_cpu"]) / r["n"]
             print(f"| {r['n']:,} | {r['v_cpu']:.1f} | {r['b_cpu']:.1f} | {per:.2f} | {per / base:.2f} "
                   f"| {r['search'] / 1e6:.2f} | {r['search'] / r['n'] / 1e3:.1f} |")
+        if len(rows) >= 2:  # cost(N) = a + b*N through the two largest sizes, extrapolated to 10,000 entries
+            (n1, c1), (n2, c2) = [(r["n"], r["v_cpu"] + r["b_cpu"]) for r in rows[-2:]]
+            b = (c2 - c1) / (n2 - n1)
+            a = c2 - b * n2
+            s1, s2 = rows[-2]["search"], rows[-1]["search"]
+            search = s2 + (s2 - s1) / (n2 - n1) * (10_000 - n2)
+            print(f"extrapolation to N=10,000 through N={n1:,} and N={n2:,}: validate+build CPU-s = a + b*N with "
+                  f"b = ({c2:.1f} - {c1:.1f}) / ({n2} - {n1}) = {b:.3f} CPU-s per entry, a = {a:.1f} CPU-s: "
+                  f"{a + b * 10_000:,.0f} CPU-s ({(a + b * 10_000) / 3600:.2f} CPU-hours); "
+                  f"search index {search / 1e6:.1f} MB")
         for r in rows:
             print(f"  N={r['n']}: hook phases " + " ".join(f"{k}={v:.1f}" for k, v in r["timings"].items()))
         print(f"pull request adding one entry to the {n:,}-entry board: {pr_cpu:.1f} CPU-s ({pr_wall:.1f} s wall) "
