@@ -137,6 +137,7 @@ def blend_entries(template: Path, sources: list[Path], root: Path, count: int, k
         for name, metric in report.metrics.items():
             if name in p["metrics"] and (metric.status == "computed" or p["metrics"][name]["status"] == "computed"):
                 p["metrics"][name] = metric.model_dump(mode="json")
+        p.pop("membership", None)  # the template's claim is about its own reconstructions: validate computes this one's
         signature = Signature(**sign_payload(p, team_keys[slug]))
         signed = ResultFile.model_validate({"payload": p, "signature": signature.model_dump()})
         (folder / RESULT_FILE).write_text(json.dumps(signed.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")

@@ -39,6 +39,7 @@ def derive(template, root, team, key, entry_id, *, images=None, labels=None, edi
         if rescore_metrics:
             p["metrics"] = {k: v.model_dump(mode="json") for k, v in
                             score(images, labels, target.images, target.labels).metrics.items()}
+            p.pop("membership", None)  # the template's gap is of other reconstructions: validate computes it
     p["entry_id"] = entry_id
     p["reconstructions"]["sha256"] = sha256_file(folder / RECONSTRUCTIONS_FILE)
     if edit:

@@ -30,6 +30,7 @@ from reconbench.preflight import preflight
 from reconbench.results import (
     RECONSTRUCTIONS_FILE,
     AttackInfo,
+    MembershipInfo,
     Payload,
     Provenance,
     ReconstructionsInfo,
@@ -44,7 +45,7 @@ from reconbench.results import (
 from reconbench.scenario import Scenario
 from reconbench.signing import check_key_file, load_private_key, sign_payload
 from reconbench.tracks import Track, get_track
-from reconbench.track_files import load_splits, model_file, sha256_bytes
+from reconbench.track_files import load_splits, model_file, sha256_bytes, track_holdout
 
 DEFAULT_TRACK = "digits"
 # What the evaluator imports after the attack has run (scoring, the Hub for weights and target
@@ -231,8 +232,11 @@ def evaluate(
     # Scoring is the evaluator's side: only here is the target set (or update set) loaded.
     splits = load_splits(track, ["update" if chosen.training == "dynamic" else "target"])
     target = splits.update if chosen.training == "dynamic" else splits.target
+    holdout = track_holdout(track, chosen.training == "dynamic")
     images, labels = rec.to_uint8().numpy(), rec.labels.numpy()
-    report = score(images, labels, target.images, target.labels, device=device, weights_dir=weights_dir, track=track)
+    report = score(images, labels, target.images, target.labels, device=device, weights_dir=weights_dir, track=track,
+                   holdout_images=None if holdout is None else holdout.images,
+                   holdout_labels=None if holdout is None else holdout.labels)
 
     import tempfile
 
@@ -280,6 +284,7 @@ def evaluate(
             attack_facts=dict(rec.provenance) or None,
             sandbox=run.sandbox,
         ),
+        membership=None if holdout is None else MembershipInfo.of(holdout.sha256, report.membership),
         surrogate=None if not stolen else SurrogateInfo(
             method=stolen[0].method, architecture=stolen[0].architecture, budget=stolen[0].budget, config=stolen[0].config,
             queries=stolen[0].queries, attack_view=str(route.white_box_cell(chosen)),

@@ -18,7 +18,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator, model_validator
 
 from reconbench.io import FileFormatError, atomic_dir, load_arrays, save_arrays, strict_json_loads
-from reconbench.metrics import METRICS, MetricResult
+from reconbench.metrics import METRICS, GapResult, MetricResult
 from reconbench.signing import SigningError, verify_payload
 
 RESULT_FILE = "result.json"
@@ -164,6 +164,24 @@ def _utc(moment: datetime) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
+class MembershipInfo(Strict):
+    """The membership gap of every metric (reconbench.metrics.membership): the reconstructions scored
+    against the target set and against the track's holdout, with the same engine."""
+
+    holdout_sha256: Sha256 = Field(description="content hash of the holdout the gaps were measured against")
+    test: Literal["membership permutation"] = Field(
+        "membership permutation", description="paired permutation test over the pool's membership labels, within class")
+    permutations: Annotated[int, Field(ge=1, le=1_000_000)]
+    seed: int
+    metrics: dict[Annotated[str, StringConstraints(max_length=80)], GapResult] = Field(max_length=64)
+
+    @classmethod
+    def of(cls, holdout_sha256: str, gaps: dict[str, GapResult]) -> "MembershipInfo":
+        from reconbench.metrics.membership import PERMUTATIONS, SEED
+
+        return cls(holdout_sha256=holdout_sha256, permutations=PERMUTATIONS, seed=SEED, metrics=dict(gaps))
+
+
 class Payload(Strict):
     schema_version: Literal[1] = SCHEMA_VERSION
     entry_id: Slug
@@ -175,6 +193,9 @@ class Payload(Strict):
     reconstructions: ReconstructionsInfo
     provenance: Provenance
     surrogate: SurrogateInfo | None = Field(None, exclude_if=_absent, description="set when run through a stolen surrogate")
+    membership: MembershipInfo | None = Field(
+        None, exclude_if=_absent, description="the membership gap against the track's holdout (absent in results "
+                                              "written before it existed: validate computes it)")
 
     @field_validator("metrics")
     @classmethod

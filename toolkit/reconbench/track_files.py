@@ -88,6 +88,12 @@ def load_holdout(track: Track, dynamic: bool = False) -> ArraySet:
     return split
 
 
+def track_holdout(track: Track, dynamic: bool = False) -> ArraySet | None:
+    """load_holdout, or None where the track pins no holdout (its results then carry no gap)."""
+    pinned = track.update_holdout_set_sha256 if dynamic else track.holdout_set_sha256
+    return None if pinned is None else load_holdout(track, dynamic)
+
+
 def model_file(track: Track) -> Path:
     track.require_runnable()
     if track.source is None:

@@ -54,6 +54,69 @@ class MetricResult(BaseModel):
         return text
 
 
+class GapResult(BaseModel):
+    """One metric's membership gap (metrics/membership.py), as a result file carries it.
+
+    vs_target / vs_holdout: the metric against the target set and against the holdout (same engine);
+    gap: signed so that positive = closer to the members; low, high: its 95% interval; p: one-sided
+    (H1: gap > 0); per_class: each class's mean difference (images). status "not_applicable": the
+    metric compares no image (Acc@1); "not_computed": as for its MetricResult (weights missing, ...).
+    Dataset-level metrics (FID, PRDC) carry vs_target / vs_holdout / gap without interval or p.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    status: Literal["computed", "not_computed", "not_applicable"]
+    vs_target: float | None = None
+    vs_holdout: float | None = None
+    gap: float | None = None
+    low: float | None = None
+    high: float | None = None
+    p: float | None = Field(default=None, ge=0.0, le=1.0)
+    per_class: dict[str, float] | None = Field(default=None, max_length=100_000)
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "GapResult":
+        numbers = (self.vs_target, self.vs_holdout, self.gap)
+        if self.status == "computed":
+            if any(v is None for v in numbers):
+                raise ValueError("a computed gap needs vs_target, vs_holdout and gap")
+            if (self.low is None) != (self.high is None) or (self.low is None) != (self.p is None):
+                raise ValueError("a gap's interval and p come together")
+            if self.low is not None and not self.low <= self.high:
+                raise ValueError(f"interval [{self.low}, {self.high}] is empty")
+        elif any(v is not None for v in numbers + (self.low, self.high, self.p)):
+            raise ValueError(f"a {self.status} gap carries no numbers")
+        return self
+
+    @classmethod
+    def not_computed(cls, note: str) -> "GapResult":
+        return cls(status="not_computed", note=note)
+
+    @classmethod
+    def not_applicable(cls, note: str) -> "GapResult":
+        return cls(status="not_applicable", note=note)
+
+    @classmethod
+    def of(cls, gap, note: str | None = None) -> "GapResult":
+        """From a membership.Gap."""
+        return cls(status="computed", vs_target=gap.vs_target, vs_holdout=gap.vs_holdout, gap=gap.gap,
+                   low=gap.low, high=gap.high, p=gap.p, note=note or _p_note(gap),
+                   per_class=dict(gap.per_group) if gap.per_group and list(gap.per_group) != ["all"] else None)
+
+    def format(self, digits: int = 3) -> str:
+        if self.status != "computed":
+            return "n/a"
+        if self.low is None:
+            return f"{self.gap:+.{digits}f}"
+        return f"{self.gap:+.{digits}f} [{self.low:+.{digits}f}, {self.high:+.{digits}f}]"
+
+
+def _p_note(gap) -> str | None:
+    return None if gap.p_method == "permutation" else f"p: {gap.p_method} (no permutation of {gap.permutations} reached the gap)"
+
+
 @dataclass(frozen=True)
 class ScoreReport:
     """metrics: name -> MetricResult for every name in METRICS (always all keys).
@@ -70,6 +133,8 @@ class ScoreReport:
     metrics: dict[str, MetricResult]
     matches: dict[str, np.ndarray] = field(default_factory=dict)
     provenance: dict[str, str] = field(default_factory=dict)  # weight digests and settings used
+    membership: dict[str, GapResult] = field(default_factory=dict)  # metric -> its gap, when a holdout was given
+    gaps: dict = field(default_factory=dict)  # metric -> membership.Gap (per-reconstruction best values, for plots)
 
     def to_dict(self) -> dict[str, dict]:
         """JSON-ready form of the metrics (matches are left out: they are per-sample data)."""

@@ -70,6 +70,8 @@ def score(
     download: bool | None = None,
     track=None,
     evaluator: Evaluator | None = None,
+    holdout_images=None,
+    holdout_labels=None,
 ) -> ScoreReport:
     """Score reconstructions against targets. Images: uint8 (N, C, H, W), C in {1, 3}; labels int64 (N,).
 
@@ -79,6 +81,9 @@ def score(
     unless HF_HUB_OFFLINE=1 (`--offline`).
     track / evaluator: the evaluation classifier of acc_top1, acc_top5, knn_dist (classifier.py): the
     given one, else the track's pinned `evaluation_model`; neither: not computed.
+    holdout_images / holdout_labels: the holdout matched to the targets (track_files.load_holdout):
+    every metric is then also scored against it, and report.membership holds each metric's gap
+    (metrics/leakage.py, metrics/membership.py).
     """
     download = downloads_allowed() if download is None else download
     rec, rec_y, tar, tar_y = check_pair(rec_images, rec_labels, tar_images, tar_labels)
@@ -103,6 +108,7 @@ def score(
     matches["ssim"] = ssim.match
     provenance["ssim_window"] = f"gaussian sigma={SIGMA}, {2 * RADIUS + 1} taps, valid window {ssim_kernel.win}"
 
+    lpips_kernel = None  # kept for the membership gap
     if not lpips:
         metrics["lpips"] = MetricResult.not_computed("LPIPS: not computed (disabled)")
     else:
@@ -113,7 +119,7 @@ def score(
         else:
             from .lpips_metric import LINEAR_SHA256, MIN_SIDE, RESIZE_TO, LPIPSKernel
 
-            kernel = LPIPSKernel(extractor, shape)
+            kernel = lpips_kernel = LPIPSKernel(extractor, shape)
             res = nearest(kernel)
             metrics["lpips"] = sample_level(res.best, res.match, m, kernel.worst, _caller_note(extractor))
             matches["lpips"] = res.match
@@ -149,7 +155,24 @@ def score(
     else:
         metrics.update(classifier_metrics(evaluator, rec.numpy(), rec_y.numpy(), tar.numpy(), tar_y.numpy(), device))
         provenance["evaluation_model_sha256"] = evaluator.sha256
-    return ScoreReport(metrics=metrics, matches=matches, provenance=provenance)
+    gaps: dict = {}
+    if holdout_images is not None:
+        from .leakage import membership_report
+
+        hold, hold_y = check_pair(holdout_images, holdout_labels, tar_images, tar_labels)[:2]
+        gaps = membership_report(metrics, rec, rec_y, tar, tar_y, hold, hold_y, device=device, shape=shape,
+                                 lpips_kernel=lpips_kernel,
+                                 evaluator=evaluator, inception=_fid_extractor(metrics, inception_extractor, weights_dir, device),
+                                 cache_dir=cache_dir)
+    return ScoreReport(metrics=metrics, matches=matches, provenance=provenance,
+                       membership={n: g for n, (g, _) in gaps.items()}, gaps={n: raw for n, (_, raw) in gaps.items() if raw is not None})
+
+
+def _fid_extractor(metrics, given, weights_dir, device):
+    """The Inception extractor FID used (None when FID was not computed)."""
+    if metrics["fid"].status != "computed":
+        return None
+    return given or _loaded("inception", weights_dir, device)
 
 
 _EXTRACTORS: dict[tuple, object] = {}

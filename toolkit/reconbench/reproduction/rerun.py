@@ -22,8 +22,8 @@ from pathlib import Path, PurePosixPath
 from reconbench import __version__
 from reconbench.attack_source import ATTACK_DIR, is_file_attack, source_problem
 from reconbench.io import sha256_file
-from reconbench.reproduction import compare
-from reconbench.reproduction.record import ReproductionRecord, RunInfo
+from reconbench.reproduction import compare, tolerances
+from reconbench.reproduction.record import Comparison, ReproductionRecord, RunInfo
 from reconbench.results import (RECONSTRUCTIONS_FILE, RESULT_FILE, ResultError, ResultFile, git_state,
                                 load_reconstructions, payload_dict)
 from reconbench.signing import SigningError, canonical, verify_payload
@@ -165,7 +165,7 @@ def score_run(entry: Entry, run_dir: Path, *, device: str = "cpu", weights_dir: 
     """Score a run's reconstructions against the entry's target set and compare with the claim."""
     from reconbench.metrics import score
     from reconbench.tracks import get_track
-    from reconbench.track_files import load_splits
+    from reconbench.track_files import load_splits, track_holdout
 
     p = entry.result.payload
     run_dir = Path(run_dir)
@@ -181,15 +181,18 @@ def score_run(entry: Entry, run_dir: Path, *, device: str = "cpu", weights_dir: 
     splits = load_splits(track, ["update" if dynamic else "target"])
     target = splits.update if dynamic else splits.target
     _require_same_target(entry, target.sha256)
+    holdout = track_holdout(track, dynamic)
     # track: its pinned evaluation classifier scores acc_top1/acc_top5/knn_dist, as evaluate and validate do
-    report = score(images, labels, target.images, target.labels, device=device, weights_dir=weights_dir, track=track)
-    return _record(entry, run_dir, recon, report.metrics, device)
+    report = score(images, labels, target.images, target.labels, device=device, weights_dir=weights_dir, track=track,
+                   holdout_images=None if holdout is None else holdout.images,
+                   holdout_labels=None if holdout is None else holdout.labels)
+    return _record(entry, run_dir, recon, report.metrics, device, report.membership)
 
 
 def _score_text_run(entry: Entry, run_dir: Path, *, device: str) -> ReproductionRecord:
     """The run's reconstructions.jsonl (hash-checked against its own result.json, strict format),
     scored against the target texts as evaluate_text and validate score them."""
-    from reconbench.text.evaluation import score_against
+    from reconbench.text.evaluation import score_against, text_membership
     from reconbench.text.files import load_text_splits
     from reconbench.text.results import TextResultFile, load_text_reconstructions, parse_any_result
     from reconbench.text.tracks import get_text_track
@@ -204,10 +207,13 @@ def _score_text_run(entry: Entry, run_dir: Path, *, device: str) -> Reproduction
         raise ReproduceError(f"run folder: {exc}") from None
     if len(texts.items) != p.reconstructions.count:
         raise ReproduceError(f"{run_dir}: {len(texts.items)} reconstructions, the entry has {p.reconstructions.count}")
-    target = load_text_splits(get_text_track(p.track), ["target"])["target"]
+    track = get_text_track(p.track)
+    target = load_text_splits(track, ["target"])["target"]
     _require_same_target(entry, target.sha256)
     metrics = score_against(texts, target, device=device)
-    return _record(entry, run_dir, run_dir / run.payload.reconstructions.file, metrics, device)
+    gaps = text_membership(track, texts, target, device=device)
+    return _record(entry, run_dir, run_dir / run.payload.reconstructions.file, metrics, device,
+                   None if gaps is None else gaps[0].metrics)
 
 
 def _require_same_target(entry: Entry, pinned: str) -> None:
@@ -217,12 +223,19 @@ def _require_same_target(entry: Entry, pinned: str) -> None:
                              f"track '{p.track}' now pins {pinned[:12]}…")
 
 
-def _record(entry: Entry, run_dir: Path, recon: Path, metrics: dict, device: str) -> ReproductionRecord:
+def _record(entry: Entry, run_dir: Path, recon: Path, metrics: dict, device: str,
+            gaps: dict | None = None) -> ReproductionRecord:
     p = entry.result.payload
     reported = _run_info(run_dir)
     comparisons = compare.compare_metrics(p.metrics, metrics)
     run_checks = compare.run_checks(p, reported)
     problems = compare.metric_problems(comparisons) + compare.run_problems(run_checks)
+    claimed_gaps = getattr(p, "membership", None)
+    if claimed_gaps is not None:  # the membership gap: compared like the metric it is a difference of
+        gap_rows = [_compare_gap(name, claim, (gaps or {}).get(name))
+                    for name, claim in sorted(claimed_gaps.metrics.items()) if claim.status == "computed"]
+        comparisons += gap_rows
+        problems += [f"{c.metric} {c.obtained:.4g} vs claimed {c.claimed:.4g} ({c.tolerance})" for c in gap_rows if c.within is False]
     commit, _ = git_state(Path(__file__).parent)
     return ReproductionRecord(
         entry_id=p.entry_id, team=entry.team, payload_sha256=entry.payload_sha256,
@@ -231,3 +244,11 @@ def _record(entry: Entry, run_dir: Path, recon: Path, metrics: dict, device: str
         reconstructions_sha256=sha256_file(recon), metrics=metrics, comparisons=comparisons, problems=problems,
         verdict="not-reproduced" if problems else "reproduced", created=datetime.now(timezone.utc).replace(microsecond=0),
     )
+
+
+def _compare_gap(name: str, claim, obtained) -> Comparison:
+    """gap.<metric>: the claimed membership gap against the re-run's, within the metric's tolerance."""
+    tol = tolerances.for_metric(name)
+    got = obtained.gap if obtained is not None and obtained.status == "computed" else None
+    return Comparison(metric=f"gap.{name}", claimed=claim.gap, obtained=got, tolerance=str(tol),
+                      within=None if got is None else tol.allows(claim.gap, got))

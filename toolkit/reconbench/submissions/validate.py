@@ -94,6 +94,8 @@ class EntryReport:
     verified: list[str] = field(default_factory=list)  # claimed metrics CI recomputed within tolerance
     held_reason: str | None = None  # why a trust level "held" entry is not ranked
     evidence: dict = field(default_factory=dict)  # held: flagged, total, rows (reconstruction, public image)
+    membership: dict = field(default_factory=dict)  # metric -> GapResult re-scored against the holdout
+    gaps: dict = field(default_factory=dict)  # metric -> metrics.membership.Gap (per-reconstruction values, for plots)
 
     @property
     def failed(self) -> bool:
@@ -209,7 +211,8 @@ def run_checks(unit: Unit, root: Path, board: Board, *, rescore: bool = True, de
                        checks=checks, result=ctx.result, team_info=ctx.team, readme=ctx.readme,
                        unverified=list(ctx.unverified), verified=verified,
                        held_reason=ctx.held_reason if trust == "held" else None,
-                       evidence=dict(ctx.evidence) if trust == "held" else {})
+                       evidence=dict(ctx.evidence) if trust == "held" else {},
+                       membership=dict(ctx.membership), gaps=dict(ctx.gaps))
 
 
 def validate_board(paths: list[Path] | None = None, root: Path = DEFAULT_ROOT, *, rescore: bool = True,

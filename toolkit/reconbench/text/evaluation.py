@@ -65,6 +65,26 @@ def score_against(recs: TextSet | tuple[TextItem, ...], target: TextSet, *, devi
     return score_pairs(aligned(recs, target), target.texts, device=device)
 
 
+def text_membership(track, recs, target: TextSet, *, device: str = "cpu"):
+    """(MembershipInfo, {metric: membership.Gap}) against the track's holdout, or None where it names none."""
+    from reconbench.results import MembershipInfo
+    from reconbench.text.files import load_text_holdout
+
+    if not track.holdout_split:
+        return None
+    holdout = load_text_holdout(track)
+    texts = tuple(i.text for i in (recs.items if isinstance(recs, TextSet) else recs))
+    gaps = _text_gaps(texts, tuple(target.texts), tuple(holdout.texts), str(device))
+    return MembershipInfo.of(holdout.sha256, {n: g for n, (g, _) in gaps.items()}), {n: raw for n, (_, raw) in gaps.items()}
+
+
+@lru_cache(maxsize=8)
+def _text_gaps(recs: tuple[str, ...], targets: tuple[str, ...], holdout: tuple[str, ...], device: str) -> dict:
+    from reconbench.text.metrics.leakage import text_gaps
+
+    return text_gaps(list(recs), list(targets), list(holdout), device=device)
+
+
 def score_pairs(reconstructions: list[str], targets: list[str], *, device: str = "cpu") -> dict:
     """score_text (round-off at a range's edge is put on the edge there). Memoised per
     process on the texts themselves: a board run re-scores byte-identical pairs once (MiniLM on 500
@@ -119,6 +139,7 @@ def evaluate_text(*, track_id: str, attack: str, scenario: str | None = None, se
     target = load_text_splits(track, ["target"])["target"]
     items = tuple(rec.items)
     metrics = score_against(items, target, device=device)
+    membership = text_membership(track, items, target, device=device)
     info = reconstructions_info(items)
     git_commit, git_dirty = git_state(Path(__file__).parent.parent)
     payload = TextPayload(
@@ -131,6 +152,7 @@ def evaluate_text(*, track_id: str, attack: str, scenario: str | None = None, se
         target=TargetIdentity(model_sha256=model_sha256(track, cls.role), target_set_sha256=target.sha256),
         metrics=metrics,
         reconstructions=info,
+        membership=None if membership is None else membership[0],
         provenance=Provenance(
             toolkit_version=__version__, git_commit=git_commit, git_dirty=git_dirty,
             python=platform.python_version(), torch=torch.__version__, device=device_name(torch_device),

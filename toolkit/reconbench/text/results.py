@@ -40,6 +40,7 @@ from reconbench.results import (
     parse_result_json,
     read_result_raw,
     verify_result_dir,
+    MembershipInfo,
 )
 from reconbench.signing import SigningError, sign_payload, verify_payload
 from reconbench.text.items import TextItem, TextSet, jsonl_bytes
@@ -80,6 +81,10 @@ class TextPayload(Strict):
     metrics: dict[str, MetricResult]
     reconstructions: TextReconstructionsInfo
     provenance: Provenance
+    membership: MembershipInfo | None = Field(
+        None, exclude_if=lambda v: v is None,
+        description="the membership gap against the track's holdout (reconbench.text.metrics.leakage); absent in "
+                    "results written before it existed: validate computes it")
 
     @field_validator("metrics")
     @classmethod

@@ -81,6 +81,8 @@ class Context:
     held_reason: str | None = None  # set by the near-copy check: the entry is listed, not ranked
     evidence: dict = field(default_factory=dict)  # near-copy evidence: flagged, total, rows (checks/nearcopies.py)
     reproduced: bool = False  # a valid reproduction record with verdict "reproduced" (checks/reproduction.py)
+    membership: dict = field(default_factory=dict)  # metric -> GapResult recomputed against the holdout (rescore)
+    gaps: dict = field(default_factory=dict)  # metric -> metrics.membership.Gap (per-reconstruction best values)
 
     @property
     def entry_dir(self) -> Path:

@@ -20,7 +20,7 @@ from reconbench.submissions.checks.base import Check, Context
 from reconbench.hub import HubError
 from reconbench.io import FileFormatError
 from reconbench.tracks import TrackError
-from reconbench.track_files import load_splits
+from reconbench.track_files import load_splits, track_holdout
 
 
 @dataclass(frozen=True)
@@ -116,13 +116,74 @@ def check(ctx: Context) -> list[Check]:
     except (TrackError, HubError, FileFormatError, ImportError) as exc:
         return [Check("rescore", "fail", f"cannot load the target set to re-score: {exc}")]
     target = splits.update if ctx.scenario.training == "dynamic" else splits.target
+    try:
+        holdout = track_holdout(ctx.track, ctx.scenario.training == "dynamic")
+    except (TrackError, HubError, FileFormatError) as exc:
+        return [Check("rescore", "fail", f"cannot load the holdout to re-score the membership gap: {exc}")]
     report = score(ctx.images, ctx.labels, target.images, target.labels, device=ctx.device, weights_dir=ctx.weights_dir,
-                   track=ctx.track)
+                   track=ctx.track, holdout_images=None if holdout is None else holdout.images,
+                   holdout_labels=None if holdout is None else holdout.labels)
     claimed = ctx.result.payload.metrics
     checks = [compare(name, claimed.get(name), actual, len(target), len(ctx.labels)) for name, actual in report.metrics.items()]
+    if holdout is not None:
+        checks += membership_checks(ctx, holdout.sha256, report.membership, len(ctx.labels))
+        ctx.gaps = dict(report.gaps)
     for name in sorted(set(claimed) - set(report.metrics)):
         checks.append(Check(f"rescore.{name}", "fail", f"claimed {_fmt(claimed[name])}, but this toolkit has no such metric"))
     ctx.unverified = [n for n, actual in report.metrics.items()
                       if actual.status != "computed" and n in claimed and claimed[n].status == "computed"]
     ctx.rescored = all(c.status != "fail" for c in checks) and not ctx.unverified
     return checks
+
+
+# The gap's numbers are differences and quantiles of the metric's own values: the metric's tolerance.
+# p counts permutations (2,000, fixed seed) whose gap reaches the observed one: identical scores give
+# identical counts; float reordering between devices may move a permuted gap across the observed one.
+P_TOLERANCE = Tolerance(abs=0.002, rel=0.01, why="a few of 2,000 permutations")
+
+
+def membership_checks(ctx: Context, holdout_sha256: str, actual: dict, n_rec: int) -> list[Check]:
+    """rescore.membership.<metric>: each claimed gap against the recomputed one. An entry written
+    before the gap existed claims none: it is computed here and shown (re-scored, not refused)."""
+    ctx.membership = dict(actual)
+    claimed = ctx.result.payload.membership
+    if claimed is None:
+        shown = "; ".join(f"{n} {g.format()}" for n, g in actual.items() if g.status == "computed")
+        return [Check("rescore.membership", "pass", f"no gap claimed (a result written before the membership gap "
+                                                    f"existed); re-scored here against the holdout: {shown}")]
+    if claimed.holdout_sha256 != holdout_sha256:
+        return [Check("rescore.membership", "fail", f"the gap was measured against holdout {claimed.holdout_sha256[:12]}..., "
+                                                    f"the registry pins {holdout_sha256[:12]}...")]
+    checks = []
+    for name, got in actual.items():
+        checks.append(compare_gap(name, claimed.metrics.get(name), got, n_rec))
+    for name in sorted(set(claimed.metrics) - set(actual)):
+        checks.append(Check(f"rescore.membership.{name}", "fail", f"a gap is claimed for '{name}', which this toolkit "
+                                                                  "does not compute"))
+    return checks
+
+
+def compare_gap(name: str, claimed, actual, n_rec: int) -> Check:
+    check_name = f"rescore.membership.{name}"
+    if actual.status != "computed":
+        if claimed is not None and claimed.status == "computed":
+            return Check(check_name, "not-run", f"gap claimed ({claimed.format()}); not re-scored here "
+                                                f"({actual.note or actual.status}): unverified")
+        return Check(check_name, "pass" if actual.status == "not_applicable" else "not-run", actual.note or actual.status)
+    if claimed is None or claimed.status != "computed":
+        return Check(check_name, "fail", f"gap not claimed, but computable: {actual.format()}")
+    tol = TOLERANCES.get(name, Tolerance(abs=1e-6)).for_count(n_rec)
+    problems = []
+    for field in ("vs_target", "vs_holdout", "gap", "low", "high", "p"):
+        c, a = getattr(claimed, field), getattr(actual, field)
+        if (c is None) != (a is None):
+            problems.append(f"{field} {c} claimed, {a} recomputed")
+        elif c is not None and not (P_TOLERANCE if field == "p" else tol).ok(c, a):
+            problems.append(f"{field} {c:.8g} claimed, {a:.8g} recomputed")
+    for key in sorted(set(claimed.per_class or {}) | set(actual.per_class or {})):
+        c, a = (claimed.per_class or {}).get(key), (actual.per_class or {}).get(key)
+        if c is None or a is None or not tol.ok(c, a):
+            problems.append(f"class {key}: gap {c} claimed, {a} recomputed")
+    if problems:
+        return Check(check_name, "fail", "; ".join(problems[:5]) + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""))
+    return Check(check_name, "pass", f"gap {actual.format()}, p {actual.p:.3g} as claimed")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from reconbench.submissions.checks.base import Check, CheckFailed, Context
-from reconbench.submissions.checks.rescore import compare
+from reconbench.submissions.checks.rescore import compare, membership_checks
 from reconbench.submissions.nearcopy import HELD_SHARE
 
 SHOW = 10
@@ -36,6 +36,12 @@ def rescore(ctx: Context) -> list[Check]:
     checks = [compare(name, claimed.get(name), actual, n, n) for name, actual in report.items()]
     for name in sorted(set(claimed) - set(report)):
         checks.append(Check(f"rescore.{name}", "fail", f"claimed {claimed[name].value}, but this toolkit has no such text metric"))
+    from reconbench.text.evaluation import text_membership
+
+    got = text_membership(ctx.track, ctx.texts, ctx.target_texts, device=ctx.device)
+    if got is not None:
+        info, ctx.gaps = got
+        checks += membership_checks(ctx, info.holdout_sha256, info.metrics, n)
     ctx.unverified = [k for k, a in report.items() if a.status != "computed" and k in claimed and claimed[k].status == "computed"]
     ctx.rescored = all(c.status != "fail" for c in checks) and not ctx.unverified
     return checks

@@ -23,10 +23,16 @@ def cosine_scores(reconstructions: Sequence[str], targets: Sequence[str], *, dev
                   batch_size: int = 64) -> list[float]:
     if len(reconstructions) != len(targets):
         raise ValueError(f"{len(reconstructions)} reconstructions for {len(targets)} targets")
-    embedder = _metric_embedder(str(device))
-    a = embedder.encode(list(reconstructions), batch_size=batch_size).double()
-    b = embedder.encode(list(targets), batch_size=batch_size).double()
+    a = embeddings(tuple(reconstructions), str(device), batch_size)
+    b = embeddings(tuple(targets), str(device), batch_size)
     return (a * b).sum(dim=1).tolist()
+
+
+@lru_cache(maxsize=16)
+def embeddings(texts: tuple[str, ...], device: str, batch_size: int = 64):
+    """float64 MiniLM embeddings of the texts, kept per process: the target and holdout texts of a track
+    are embedded once for every entry scored (the membership gap, text/metrics/pairs.py, needs them too)."""
+    return _metric_embedder(device).encode(list(texts), batch_size=batch_size).double()
 
 
 def mean_similarity(reconstructions: Sequence[str], targets: Sequence[str], *, device: str = "cpu") -> float:

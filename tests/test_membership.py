@@ -1,0 +1,143 @@
+"""The membership gap (metrics/membership.py, metrics/leakage.py): statistics checked against scipy,
+the reference rows at a gap of 0, the target images themselves at the maximum with p < 1e-6."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from reconbench.metrics import score
+from reconbench.metrics.membership import Group, membership_gap
+from reconbench.track_files import load_holdout, load_splits
+from reconbench.tracks import get_track
+
+
+def _one_class(rng, n=6, m=4):
+    scores = rng.normal(size=(n, 2 * m))
+    members = np.r_[np.ones(m, bool), np.zeros(m, bool)]
+    return scores, members
+
+
+def _gap_of(scores, members, larger=True):
+    best = (lambda a: a.max(1)) if larger else (lambda a: a.min(1))
+    sign = 1 if larger else -1
+    return sign * (best(scores[:, members]) - best(scores[:, ~members])).mean()
+
+
+def test_the_gap_is_the_difference_of_the_two_s_dis_values():
+    rng = np.random.default_rng(3)
+    scores, members = _one_class(rng, n=9, m=7)
+    for larger in (True, False):
+        g = membership_gap([Group.from_matrix("0", scores, members, larger)], larger, permutations=200)
+        best = np.max if larger else np.min
+        vs_t, vs_h = best(scores[:, members], 1).mean(), best(scores[:, ~members], 1).mean()
+        assert g.vs_target == pytest.approx(vs_t) and g.vs_holdout == pytest.approx(vs_h)
+        assert g.gap == pytest.approx(vs_t - vs_h if larger else vs_h - vs_t)
+        assert g.low <= g.gap <= g.high
+
+
+def test_the_permutation_p_matches_scipys_exact_permutation_test():
+    """One class of 4 members + 4 non-members has C(8, 4) = 70 labellings: scipy enumerates them all
+    (permutation_test, independent samples: the pool items are the units whose membership is
+    permuted). Ours draws 20,000 at random: its p is within Monte Carlo error of scipy's exact p."""
+    rng = np.random.default_rng(7)
+    for trial in range(3):
+        scores, members = _one_class(rng)
+        scores[:, :4] += 0.4 * trial  # from no leakage to some
+
+        def statistic(t_idx, h_idx):
+            t_idx, h_idx = np.asarray(t_idx, int), np.asarray(h_idx, int)
+            return (scores[:, t_idx].max(1) - scores[:, h_idx].max(1)).mean()
+
+        ref = stats.permutation_test((np.arange(4), np.arange(4, 8)), statistic, permutation_type="independent",
+                                     alternative="greater", n_resamples=10_000)
+        ours = membership_gap([Group.from_matrix("0", scores, members, True)], True, permutations=20_000)
+        assert ours.gap == pytest.approx(ref.statistic)
+        if ours.p_method == "permutation":
+            assert abs(ours.p - ref.pvalue) < 4 * np.sqrt(ref.pvalue * (1 - ref.pvalue) / 20_000) + 1e-3, (ours.p, ref.pvalue)
+        null = np.sort([statistic(t, np.setdiff1d(np.arange(8), t)) for t in itertools.combinations(range(8), 4)])
+        lo, hi = np.quantile(null, [0.025, 0.975])
+        assert ours.high == pytest.approx(ours.gap - lo, abs=0.05) and ours.low == pytest.approx(ours.gap - hi, abs=0.05)
+
+
+def test_top_k_rows_give_the_same_gap_and_null_as_full_rows():
+    rng = np.random.default_rng(11)
+    groups_full, groups_top = [], []
+    for c in range(3):
+        scores, members = _one_class(rng, n=20, m=300)
+        groups_full.append(Group.from_matrix(str(c), scores, members, False, top_k=600))
+        groups_top.append(Group.from_matrix(str(c), scores, members, False, top_k=48))
+    a, b = membership_gap(groups_full, False, permutations=300), membership_gap(groups_top, False, permutations=300)
+    assert (a.gap, a.low, a.high, a.p) == pytest.approx((b.gap, b.low, b.high, b.p))
+
+
+def test_the_interval_covers_zero_about_95_percent_of_the_time_under_h0():
+    """Calibration: scores that know nothing of membership (every column drawn alike)."""
+    rng = np.random.default_rng(5)
+    covered, small_p = 0, 0
+    for _ in range(60):
+        groups = [Group.from_matrix(str(c), *_one_class(rng, n=10, m=10), True) for c in range(4)]
+        g = membership_gap(groups, True, permutations=400)
+        covered += g.low <= 0 <= g.high
+        small_p += g.p < 0.05
+    assert covered >= 51 and small_p <= 9, (covered, small_p)  # 95% / 5% nominal, binomial slack for 60 draws
+
+
+@pytest.fixture(scope="module")
+def digits():
+    track = get_track("digits")
+    splits = load_splits(track)
+    return track, splits, load_holdout(track)
+
+
+def _gaps(track, images, labels, target, holdout):
+    report = score(images, labels, target.images, target.labels, lpips=False, fid=False, track=track,
+                   holdout_images=holdout.images, holdout_labels=holdout.labels)
+    return report
+
+
+def test_reference_rows_show_a_gap_within_their_own_interval_of_zero(digits):
+    """The aux images returned as they are and the per-class aux mean cannot know the members: every
+    metric's gap interval holds 0 (issue 21, item 7)."""
+    from reconbench.leaderboard.baselines import baseline_images
+
+    track, splits, holdout = digits
+    for kind in ("aux", "aux-mean"):
+        images, labels = baseline_images(kind, len(splits.target), tuple(track.input_shape), track.num_classes, splits.aux_same)
+        report = _gaps(track, images, labels, splits.target, holdout)
+        for name, g in report.membership.items():
+            if g.status == "computed":
+                assert g.low <= 0.0 <= g.high, (kind, name, g.format())
+                assert g.p > 0.01, (kind, name, g.p)
+        ssim = report.membership["ssim"]
+        assert ssim.vs_target == pytest.approx(report.metrics["ssim"].value)
+
+
+def test_the_target_images_themselves_show_the_largest_gap(digits):
+    """A fixture of the 500 targets: every reconstruction is a member, best against the targets (MSE 0,
+    SSIM 1), so its gap is the largest the metric allows for these pools, with p < 1e-6."""
+    track, splits, holdout = digits
+    target = splits.target
+    report = _gaps(track, target.images, target.labels, target, holdout)
+    aux = _gaps(track, splits.aux_same.images, splits.aux_same.labels, target, holdout)
+    for name in ("mse", "psnr", "ssim", "knn_dist"):
+        g = report.membership[name]
+        assert g.p < 1e-6 and g.low > 0, (name, g)
+        assert g.gap > aux.membership[name].high, name
+    assert report.membership["mse"].vs_target == 0.0 and report.membership["ssim"].vs_target == pytest.approx(1.0)
+    # the maximum for these pools: the whole distance to the nearest holdout image
+    assert report.membership["mse"].gap == pytest.approx(report.membership["mse"].vs_holdout)
+    assert set(report.membership["ssim"].per_class) == {str(c) for c in range(10)}
+    assert report.membership["acc_top1"].status == "not_applicable"
+
+
+def test_holdout_images_as_reconstructions_show_a_negative_gap(digits):
+    """The mirror image: returning the holdout puts the reconstructions on the non-members' side."""
+    track, splits, holdout = digits
+    report = _gaps(track, holdout.images, holdout.labels, splits.target, holdout)
+    g = report.membership["ssim"]
+    assert g.gap < 0 and g.high < 0 and g.p > 0.99

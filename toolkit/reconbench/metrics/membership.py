@@ -1,0 +1,170 @@
+"""The membership gap: are the reconstructions closer to the training set than to data the model never saw?
+
+Modality-neutral: image metrics (metrics/leakage.py) and text metrics (text/metrics/leakage.py) hand
+in, per group of reconstructions (a class for images; the whole set for text), each reconstruction's
+scores against every item of the group's *pool* = its targets (members) + as many holdout items
+(non-members: the track's holdout split, same distribution, never trained on). Everything below
+follows from those score matrices:
+
+    best_T(i) = best score of reconstruction i over the pool's members     (S-Dis's nearest target)
+    best_H(i) = best score of reconstruction i over the pool's non-members (same engine, same class)
+    vs_target = mean_i best_T(i),  vs_holdout = mean_i best_H(i)
+    gap       = vs_target - vs_holdout  (similarities: SSIM, BLEU, ...)
+              = vs_holdout - vs_target  (distances: MSE, LPIPS, KNN distance)
+so a positive gap always means "closer to the members". A reconstruction in a group without a pool
+(its class has no target) scores the metric's worst value on both sides and adds 0 to the gap.
+
+The test: a paired permutation test over membership. What was randomised when the track was made is
+which pool items became members: the target set and the holdout are draws of the same size and class
+counts from one shuffled dataset. Under H0 ("the reconstructions carry nothing about which items the
+model trained on") every re-labelling of each group's pool into members and non-members, with the
+same counts, is as likely as the real one. Each permutation re-labels every group's pool at random
+and recomputes the gap from the same score matrices, keeping every reconstruction's pairing of a
+best member and a best non-member. B = PERMUTATIONS permutations from a fixed seed give:
+
+    p        one-sided, H1: gap > 0. (1 + #{permuted gap >= gap}) / (1 + B); when no permutation
+             reaches the observed gap that share only says p <= 1/(1 + B), so the normal tail of the
+             permutation distribution, 1 - Phi((gap - mean) / sd), is reported instead (what makes
+             p < 1e-6 expressible for a set of copied targets). `p_method` says which.
+    interval 95%: gap - q97.5, gap - q2.5 of the permutation distribution (inverting the test under a
+             shift: the gap's spread under H0 is the permutation distribution's).
+
+Why not a sign flip per reconstruction, or a bootstrap over reconstructions: both treat the
+reconstructions' differences best_T(i) - best_H(i) as independent, and they are not: every
+reconstruction of a class meets the same ~50 targets and ~50 holdout images, so a class whose member
+half happens to be tighter moves all of its differences the same way. On the digits reference rows
+(the aux images, which cannot know the members) a sign flip calls several metrics significant;
+re-labelling the pool does not (benchmarks/bench_membership_tests.py measures both).
+
+Cost: a permutation only needs, per reconstruction, its best member and best non-member under the new
+labels, found among the row's TOP_K best pool items (exact when the pool has at most TOP_K items,
+otherwise exact unless all TOP_K fall on one side: probability about 2^-TOP_K). B x n x K booleans per
+group, in chunks of CHUNK permutations.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+PERMUTATIONS = 2000
+SEED = 0
+TOP_K = 64
+CHUNK = 250
+LEVEL = 0.95
+ALPHA = 0.01  # the verdict's level: "recovers training data (p < 0.01)"
+
+
+@dataclass(frozen=True)
+class Group:
+    """One group's reconstructions x pool scores, as each row's best K pool items (best first)."""
+
+    key: str  # the class ("3") or "all"
+    values: np.ndarray  # (n, K) float64 scores, best first
+    columns: np.ndarray  # (n, K) int64 pool indices of those scores
+    members: np.ndarray  # (P,) bool: True for a target, False for a holdout item
+
+    @classmethod
+    def from_matrix(cls, key: str, scores: np.ndarray, members: np.ndarray, larger_is_better: bool,
+                    top_k: int = TOP_K) -> "Group":
+        scores = np.asarray(scores, dtype=np.float64)
+        members = np.asarray(members, dtype=bool)
+        if scores.ndim != 2 or scores.shape[1] != members.shape[0]:
+            raise ValueError(f"scores {scores.shape} do not match a pool of {members.shape[0]}")
+        k = min(top_k, scores.shape[1])
+        # stable sort: among equal scores the lower pool index comes first (as the pairwise engine's ties)
+        order = np.argsort(-scores if larger_is_better else scores, axis=1, kind="stable")[:, :k]
+        return cls(key, np.take_along_axis(scores, order, axis=1), order.astype(np.int64), members)
+
+    def __len__(self) -> int:
+        return int(self.values.shape[0])
+
+
+@dataclass(frozen=True)
+class Gap:
+    vs_target: float
+    vs_holdout: float
+    gap: float
+    low: float
+    high: float
+    p: float
+    p_method: str  # "permutation" or "normal tail of the permutation distribution"
+    permutations: int
+    per_group: dict[str, float] = field(default_factory=dict)  # each group's share of the gap (its mean difference)
+    best_target: np.ndarray | None = field(default=None, repr=False)  # per reconstruction, for plots
+    best_holdout: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def leaks(self) -> bool:
+        return self.p < ALPHA and self.gap > 0
+
+
+def _best(values: np.ndarray, columns: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Best member and best non-member score per row, for labels of shape (P,) or (B, P)."""
+    side = labels[..., columns] if labels.ndim == 1 else labels[:, columns]  # (n, K) or (B, n, K)
+    out = []
+    for want in (side, ~side):
+        first = want.argmax(axis=-1)
+        found = np.take_along_axis(want, first[..., None], axis=-1)[..., 0]
+        vals = np.broadcast_to(values, want.shape)
+        best = np.take_along_axis(vals, first[..., None], axis=-1)[..., 0]
+        # none of the row's K best on this side (only when K < P): its K-th value bounds the best
+        out.append(np.where(found, best, vals[..., -1]))
+    return out[0], out[1]
+
+
+def _permuted_labels(rng: np.random.Generator, members: np.ndarray, count: int) -> np.ndarray:
+    """(count, P) random re-labellings with as many members as `members` holds."""
+    keys = rng.random((count, members.shape[0]))
+    ranks = keys.argsort(axis=1).argsort(axis=1)
+    return ranks < int(members.sum())
+
+
+def membership_gap(groups: list[Group], larger_is_better: bool, n_total: int | None = None, worst: float = 0.0,
+                   permutations: int = PERMUTATIONS, seed: int = SEED) -> Gap:
+    """The gap, its 95% interval and one-sided p (module docstring). n_total: all reconstructions,
+    those without a group (no pool for their class) included: they score `worst` on both sides (as in
+    S-Dis) and add 0 to every difference."""
+    sign = 1.0 if larger_is_better else -1.0
+    n = sum(len(g) for g in groups)
+    n_total = n if n_total is None else n_total
+    if n_total <= 0 or n == 0:
+        raise ValueError("no reconstruction has a pool to be compared with")
+    missing = n_total - n  # reconstructions without a pool
+    best_t, best_h, per_group = [], [], {}
+    rng = np.random.default_rng(seed)
+    null = np.zeros(permutations)
+    for g in groups:
+        t, h = _best(g.values, g.columns, g.members)
+        best_t.append(t)
+        best_h.append(h)
+        per_group[g.key] = float(sign * (t - h).mean())
+        for lo in range(0, permutations, CHUNK):
+            labels = _permuted_labels(rng, g.members, min(CHUNK, permutations - lo))
+            pt, ph = _best(g.values, g.columns, labels)
+            null[lo:lo + len(labels)] += sign * (pt - ph).sum(axis=1)
+    null /= n_total
+    best_t, best_h = np.concatenate(best_t), np.concatenate(best_h)
+    gap = float(sign * (best_t - best_h).sum() / n_total)
+    vs_target = float((best_t.sum() + missing * worst) / n_total)
+    vs_holdout = float((best_h.sum() + missing * worst) / n_total)
+    reached = int((null >= gap - 1e-12 * max(1.0, abs(gap))).sum())
+    if reached:
+        p, method = (1 + reached) / (1 + permutations), "permutation"
+    else:
+        sd = float(null.std(ddof=1))
+        p = 0.0 if sd == 0 else 0.5 * math.erfc((gap - float(null.mean())) / sd / math.sqrt(2))
+        method = "normal tail of the permutation distribution"
+    q_low, q_high = np.quantile(null, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
+    return Gap(vs_target=vs_target, vs_holdout=vs_holdout, gap=gap, low=float(gap - q_high), high=float(gap - q_low),
+               p=float(p), p_method=method, permutations=permutations, per_group=per_group,
+               best_target=best_t, best_holdout=best_h)
+
+
+def entry_leaks(ps: list[float]) -> bool:
+    """The verdict over an entry's metrics: Bonferroni over the gaps it has (the smallest p times their
+    number below ALPHA). Several metrics of one entry are several tests of one question."""
+    ps = [p for p in ps if p is not None]
+    return bool(ps) and min(ps) * len(ps) < ALPHA
