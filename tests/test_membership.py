@@ -141,3 +141,28 @@ def test_holdout_images_as_reconstructions_show_a_negative_gap(digits):
     report = _gaps(track, holdout.images, holdout.labels, splits.target, holdout)
     g = report.membership["ssim"]
     assert g.gap < 0 and g.high < 0 and g.p > 0.99
+
+
+def test_lpips_fid_and_prdc_are_scored_against_the_holdout_too(digits, tmp_path):
+    """With backbones present (stand-in weights here: the real ones cannot be fetched on these machines)
+    LPIPS gets a gap with its interval, FID and PRDC a gap against the holdout (dataset level, no interval).
+    The targets themselves: FID 0 against the targets, positive against the holdout, so a positive gap."""
+    from reconbench.metrics.inception import InceptionExtractor, standin_inception_state_dict
+    from reconbench.metrics.lpips_metric import LPIPSExtractor, standin_alexnet_state_dict
+
+    track, splits, holdout = digits
+    target, keep = splits.target, np.arange(0, 500, 5)
+    t = target.subset(keep)
+    h = holdout.subset(np.sort(np.concatenate([np.flatnonzero(holdout.labels == c)[:int((t.labels == c).sum())]
+                                                for c in range(10)])))
+    report = score(t.images, t.labels, t.images, t.labels, fid=True, cache_dir=tmp_path,
+                   lpips_extractor=LPIPSExtractor(standin_alexnet_state_dict(seed=0)),
+                   inception_extractor=InceptionExtractor(standin_inception_state_dict(seed=0), dims=64),
+                   holdout_images=h.images, holdout_labels=h.labels)
+    lp, fid = report.membership["lpips"], report.membership["fid"]
+    assert lp.status == "computed" and lp.vs_target == pytest.approx(0.0, abs=1e-6) and lp.gap > 0 and lp.p < 0.01
+    assert fid.status == "computed" and fid.low is None and fid.p is None
+    assert fid.vs_target == pytest.approx(report.metrics["fid"].value) and fid.gap == pytest.approx(fid.vs_holdout - fid.vs_target)
+    assert fid.gap > 0
+    prec = report.membership["prdc_precision"]
+    assert prec.status == "computed" and prec.gap == pytest.approx(prec.vs_target - prec.vs_holdout)

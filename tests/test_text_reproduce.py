@@ -55,21 +55,25 @@ def test_exact_recoveries_hold_a_text_entry_until_it_is_reproduced(board):
     assert status(held, "rescore.bleu") == "pass" and status(held, "copies") == "warn"
     # equal after the copy rule's normalisation (case, punctuation): at least the exact matches
     # (a completion cut by the token cap just before the final full stop counts too)
-    from reconbench.submissions.textcopy import normalise
+    from reconbench.submissions.textcopy import normalise, relative_edit, track_edit_margin
     from reconbench.text.files import load_text_splits
     from reconbench.text.results import load_text_reconstructions
     from reconbench.text.tracks import get_text_track
 
     recs = load_text_reconstructions(entry, parse_any_result(entry / "result.json")).texts
     targets = load_text_splits(get_text_track("lee-news"), ["target"])["target"].texts
-    equal = sum(normalise(r) == normalise(t) for r, t in zip(recs, targets))
+    margin = track_edit_margin(get_text_track("lee-news"))
+    # ... or within the edit margin of it (issue 21: a target with a word changed is held like the target)
+    equal = sum(bool(normalise(r)) and (normalise(r) == normalise(t) or relative_edit(r, t) <= margin)
+                for r, t in zip(recs, targets))
     assert equal >= round(exact * 500)
     assert held.held_reason.startswith(f"{equal} of 500 reconstructions equal their own target"), held.held_reason
 
     outcome = reproduce_entry(entry, key_path=reproducer)
     rec = outcome.record
     assert rec.verdict == "reproduced" and outcome.record_path == entry / RECORD_FILE
-    assert {c.metric for c in rec.comparisons} == {"bleu", "rouge_l", "similarity", "exact_match"}
+    text_metrics = {"bleu", "rouge_l", "similarity", "exact_match"}
+    assert {c.metric for c in rec.comparisons} == text_metrics | {f"gap.{m}" for m in text_metrics}  # and their gaps
     # greedy decoding on the same machine: the re-run's texts are the entry's, byte for byte
     assert rec.reconstructions_sha256 == payload.reconstructions.sha256
     assert all(c.within and abs(c.obtained - c.claimed) < 1e-9 for c in rec.comparisons)
@@ -107,6 +111,7 @@ def _forge(entry, tmp_path, items, team_key):
     p["entry_id"] = forged.name
     p["reconstructions"].update(sha256=hashlib.sha256(data).hexdigest(), bytes=len(data))
     p["metrics"] = {k: v.model_dump(mode="json") for k, v in score_against(items, target).items()}
+    p.pop("membership", None)  # the entry's gap is of other texts: validate computes the forged one's
     doc["signature"] = sign_payload(p, load_private_key(team_key))
     (forged / "result.json").write_text(json.dumps(doc, indent=2))
     if (forged / RECORD_FILE).exists():

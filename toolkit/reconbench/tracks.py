@@ -114,6 +114,11 @@ class Track(BaseModel):
 
 
     evaluation_model: EvaluationModel | None = None
+    retired_evaluation_models: list[EvaluationModel] = Field(
+        default_factory=list,
+        description="earlier evaluation classifiers of the track, kept only to verify the Acc@1/Acc@5/KNN claims of "
+                    "entries scored with them (validate tries them when the current one disagrees); never used for "
+                    "a new score or a gap")
 
     def scenario_list(self) -> list[Scenario]:
         return [Scenario.parse(s) for s in self.scenarios]

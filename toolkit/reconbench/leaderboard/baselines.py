@@ -30,7 +30,7 @@ import numpy as np
 log = logging.getLogger(__name__)
 
 SEED = 0
-VERSION = 1  # bump when a baseline's definition changes: old cache files are then ignored
+VERSION = 2  # bump when a baseline's definition changes: old cache files are then ignored (2: membership gaps)
 KINDS = {
     "aux": "auxiliary images returned as they are",
     "aux-mean": "per-class mean of the auxiliary images",
@@ -67,11 +67,17 @@ def baseline_images(kind: str, n: int, shape: tuple[int, ...], num_classes: int,
     return np.stack([means[int(c)] for c in labels]), labels
 
 
-def _score(images, labels, target) -> dict:
+def _score(images, labels, target, holdout=None) -> dict:
+    """{metric: {value, coverage}}, plus "membership": {metric: gap fields} against the holdout (when the
+    track has one): a reference row knows nothing of the members, so its gap shows what 0 looks like."""
     from reconbench.metrics import score
 
-    report = score(images, labels, target.images, target.labels, lpips=False, fid=False)
-    return {m: {"value": r.value, "coverage": r.coverage} for m, r in report.metrics.items() if r.status == "computed"}
+    report = score(images, labels, target.images, target.labels, lpips=False, fid=False,
+                   holdout_images=None if holdout is None else holdout.images,
+                   holdout_labels=None if holdout is None else holdout.labels)
+    out = {m: {"value": r.value, "coverage": r.coverage} for m, r in report.metrics.items() if r.status == "computed"}
+    gaps = {m: g.model_dump(mode="json", exclude={"per_class"}) for m, g in report.membership.items() if g.status == "computed"}
+    return {**out, "membership": gaps} if gaps else out
 
 
 def _cached(key: str, compute) -> dict:
@@ -97,6 +103,8 @@ def track_baselines(track) -> list[dict]:
     """Reference rows of one track: dicts with kind, label, training, data, scenario cell and metrics."""
     from reconbench.track_files import load_splits
 
+    from reconbench.track_files import track_holdout
+
     splits = load_splits(track)
     rows = []
     cells = sorted({(s.split("/")[0], s.split("/")[2]) for s in track.scenarios})
@@ -105,6 +113,7 @@ def track_baselines(track) -> list[dict]:
         if target is None:
             continue
         n, tsha = len(target.images), _sha(target.images, target.labels)
+        holdout = track_holdout(track, training == "dynamic")
         wanted = [("noise", None)] + [(k, d) for t, d in cells if t == training and d != "none" for k in ("aux", "aux-mean")]
         for kind, data in wanted:
             aux = None if data is None else (splits.aux_same if data == "same" else splits.aux_similar)
@@ -112,16 +121,18 @@ def track_baselines(track) -> list[dict]:
                 continue
             if aux is not None and (aux.labels < 0).any():
                 aux = pseudo_labelled(track, aux)
-            key = "-".join([f"v{VERSION}", kind, tsha[:32]] + ([_sha(aux.images, aux.labels)[:16]] if aux is not None else []))
+            key = "-".join([f"v{VERSION}", kind, tsha[:32]] + ([_sha(aux.images, aux.labels)[:16]] if aux is not None else [])
+                           + ([_sha(holdout.images, holdout.labels)[:16]] if holdout is not None else []))
 
             def compute(kind=kind, aux=aux):
                 images, labels = baseline_images(kind, n, tuple(track.input_shape), track.num_classes, aux)
-                return _score(images, labels, target)
+                return _score(images, labels, target, holdout)
 
             metrics = _cached(key, compute)
+            membership = metrics.pop("membership", {})
             label = KINDS[kind] + (f" ({data}-distribution aux)" if data else "")
             rows.append(dict(kind=kind, label=label, short=SHORT[kind], training=training, data=data or "any",
-                             cell=f"{training}/*/{data or '*'}", metrics=metrics))
+                             cell=f"{training}/*/{data or '*'}", metrics=metrics, membership=membership))
     return rows
 
 

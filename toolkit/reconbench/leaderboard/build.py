@@ -24,7 +24,8 @@ from pathlib import Path
 import pandas as pd
 from markupsafe import Markup
 
-from reconbench.leaderboard import baselines, cells, charts, downloads, matrix, seeds, text_board
+from reconbench.leaderboard import baselines, cells, charts, downloads, leakage, matrix, seeds, text_board
+from reconbench.leaderboard.leakage import LEAK_LABELS
 from reconbench.leaderboard.reproduction import record_for as reproduction_record
 from reconbench.leaderboard.frame import (
     BOARD_METRICS,
@@ -154,6 +155,8 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
         for ref in refs:
             ref["track"] = track_id
     timings["baselines"] = time.perf_counter() - t_ref
+    leakage.add_lift(frame, references)  # lift over knowledge: the best reference baseline of each row's cell
+    leakage.add_lift(board, references)
 
     pages = Pages()
     files: dict[str, str | bytes] = {}
@@ -270,6 +273,7 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
             row["page"], "entry.md.j2", row=row, result=report.result, checks=list(report.checks or []),
             reproduction=record[2] if record else None,
             title=Path(row["page"]).parent.name, gallery=gallery, evidence=evidence,
+            leakage=leakage.entry_view(report, row, {**LEAK_LABELS, **LABELS}),
             team_name=row["team_name"], team_links=list(getattr(team, "links", None) or []),
             team_contact=getattr(team, "contact", None), readme_text=getattr(report, "readme", None),
         )
@@ -292,7 +296,9 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
 
     # --- fragments of the hand-written pages
     ranked_rows = ranked(frame)
-    pages.fragment("home-best", "fragments/home_best.html.j2", best=best_per_dataset(frame))
+    pages.fragment("home-best", "fragments/home_best.html.j2", best=best_per_dataset(frame),
+                   quiet=leakage.without_leakage(ranked(frame)))
+    pages.fragment("leakage-table", "fragments/leakage_table.html.j2", rows=leakage.example_table(listed(frame)))
     pages.fragment("home-updated", "fragments/home_updated.html.j2", ranked=len(ranked_rows),
                    teams=ranked_rows["team"].nunique(), failed=int((frame["trust"] == "failed").sum()),
                    updated=last_update(frame), rescored=rescore)

@@ -9,7 +9,7 @@ import math
 
 import pandas as pd
 
-from reconbench.leaderboard import seeds
+from reconbench.leaderboard import leakage, seeds
 from reconbench.leaderboard.frame import LABELS, rank_metric, ranked, safe_slug, sort_board
 from reconbench.metrics import METRICS
 
@@ -29,7 +29,11 @@ EXPORT = [
     "position", "held_reason",
     # `<m>`: the verified value (recomputed by CI, or reproduced), the only one that ranks;
     # `<m>_claimed`: what the entry claims, verified or not.
-] + [f"{m}{s}" for m in METRICS for s in ("", "_coverage", "_claimed", "_claimed_coverage")]
+] + [f"{m}{s}" for m in METRICS for s in ("", "_coverage", "_claimed", "_claimed_coverage")] + [
+    # the membership gap (leaderboard/leakage.py), re-scored by CI against the holdout pinned by its sha256:
+    # gap_<m> (positive = closer to the members), its 95% interval, p, both sides; lift_<m> over the
+    # best reference baseline of the entry's cell; the verdict badge
+    c for c in leakage.COLUMNS if c != "membership"]
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet reads as the start of a formula
 TRUST_COLOR = {"reproduced": "brightgreen", "re-scored": "green", "signed": "yellow", "failed": "red"}
@@ -57,11 +61,16 @@ def leaderboard_json(frame: pd.DataFrame, references: dict | None = None) -> str
         "schema_version": 1,
         "description": "All ReconBench entries (failed ones included, with trust 'failed' and no metrics); "
                        "metric values are the SoK's S-Dis / FID, *_coverage the coverage alpha in [0, 1]; <m> is "
-                       "the verified value (the only one that ranks), <m>_claimed the claimed one. position is "
-                       "the entry's place in the ranking of its taxonomy cell on its track's board (a seed group's "
-                       "place on each of its members), null when it does not rank.",
+                       "the verified value (the only one that ranks), <m>_claimed the claimed one; gap_<m> the membership "
+                       "gap against the holdout (positive = closer to the training set), gap_<m>_low/_high its 95% "
+                       "interval, gap_<m>_p its one-sided p, lift_<m> the value minus the best reference baseline of "
+                       "the entry's taxonomy cell (positive = better). position is the entry's place in the ranking of "
+                       "its taxonomy cell on its track's board (a seed group's place on each of its members), null when "
+                       "it does not rank.",
         "metrics": {m: {"direction": info.direction, "level": info.level, "range": info.range} for m, info in METRICS.items()},
-        "entries": records(frame),
+        # each entry's gaps in full (per class too) under "membership", as CI re-scored them
+        "entries": [dict(r, membership=json.loads(m) if isinstance(m, str) else None)
+                    for r, m in zip(records(frame), frame.get("membership", pd.Series([None] * len(frame))))],
         "seed_groups": seeds.export_groups(frame),  # mean, std and per-seed values of each group
         # trivial non-attacks scored like entries (leaderboard/baselines.py): not entries, never ranked
         "references": references or {},

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from reconbench.leaderboard import leakage
 from reconbench.metrics import METRICS
 from reconbench.tracks import TrackError, all_tracks
 
@@ -40,7 +41,7 @@ COLUMNS = [
     "date", "toolkit_version", "git_commit", "git_dirty", "seed", "device", "hardware", "command",
     "wall_seconds", "queries", "count",
     "attack_label", "held_reason", "position",
-] + [f"{m}{suffix}" for m in METRICS for suffix in ("", "_coverage", "_note", "_claimed", "_claimed_coverage")]
+] + [f"{m}{suffix}" for m in METRICS for suffix in ("", "_coverage", "_note", "_claimed", "_claimed_coverage")] + leakage.COLUMNS
 
 
 def safe_slug(text: str) -> str:
@@ -145,12 +146,14 @@ def entries_frame(reports: Iterable) -> pd.DataFrame:
                         row[name], row[f"{name}_coverage"] = float(metric.value), coverage
                 row[f"{name}_note"] = metric.note
             row["attack_label"] = p.attack.name if row["registered"] else f"{report.team}'s own attack"
+            leakage.fill_row(row, report, p)
         row["held_reason"] = getattr(report, "held_reason", None)
         rows.append(row)
     frame = pd.DataFrame(rows, columns=COLUMNS)
     for m in METRICS:
         for col in (m, f"{m}_coverage", f"{m}_claimed", f"{m}_claimed_coverage"):
             frame[col] = frame[col].astype(float)
+    frame = leakage.typed(frame).copy()  # one block: the gap columns were added one by one
     frame["train_size"] = frame["train_size"].astype("Int64")
     frame["target_size"] = frame["target_size"].astype("Int64")
     frame["date"] = pd.to_datetime(frame["date"], utc=True)
@@ -198,9 +201,12 @@ def sort_board(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def best_per_dataset(frame: pd.DataFrame) -> list[dict]:
-    """The current best entry of each dataset (by its rank metric): the home page's summary."""
+    """The current best entry of each dataset (by its rank metric) among the entries whose reconstructions
+    recover training data (the membership gap's verdict, leaderboard/leakage.py): the home page's summary.
+    An entry that only draws typical samples of each class is no "best reconstruction attack"."""
     best = []
     board = ranked(frame)
+    board = board[board["leaks"].fillna(False).astype(bool)]
     for dataset, group in board.groupby("dataset", sort=True):
         metric = rank_metric(group)
         if metric is None:

@@ -22,6 +22,7 @@ from functools import lru_cache
 
 import pandas as pd
 
+from reconbench.leaderboard import leakage
 from reconbench.leaderboard.frame import TRUST_RANK, UNRANKED, entry_folder, entry_page
 from reconbench.metrics.info import MetricInfo
 
@@ -58,8 +59,8 @@ TEXT_COLUMNS = [
     "target_size", "scenario", "training", "access", "data", "role", "attack", "attack_version", "family", "paper",
     "code", "registered", "date", "toolkit_version", "git_commit", "git_dirty", "seed", "device", "hardware",
     "command", "wall_seconds", "queries", "count", "attack_label", "held_reason", "position",
-] + [f"{m}{s}" for m in TEXT_METRICS for s in ("", "_claimed", "_note")]
-TEXT_EXPORT = [c for c in TEXT_COLUMNS if c not in ("entry_dir", "page", "trust_rank", "attack_label")]
+] + [f"{m}{s}" for m in TEXT_METRICS for s in ("", "_claimed", "_note")] + leakage.COLUMNS
+TEXT_EXPORT = [c for c in TEXT_COLUMNS if c not in ("entry_dir", "page", "trust_rank", "attack_label", "membership")]
 
 
 def is_text_report(report) -> bool:
@@ -135,8 +136,9 @@ def text_frame(reports) -> pd.DataFrame:
                     row[name] = float(metric.value)
             if name in TEXT_METRICS:
                 row[f"{name}_note"] = metric.note
+        leakage.fill_row(row, report, p)
         rows.append(row)
-    frame = pd.DataFrame(rows, columns=TEXT_COLUMNS)
+    frame = leakage.typed(pd.DataFrame(rows, columns=TEXT_COLUMNS))
     for m in TEXT_METRICS:
         frame[m] = frame[m].astype(float)
         frame[f"{m}_claimed"] = frame[f"{m}_claimed"].astype(float)
@@ -275,7 +277,8 @@ def add_text_site(reports: list, pages, files: dict, nav: dict, frame: pd.DataFr
                    title=row["page"].split("/")[-2], table=text_table(report, row, files),
                    evidence=getattr(report, "evidence", None) or None, team_name=row["team_name"],
                    team_links=list(getattr(report.team_info, "links", None) or []),
-                   team_contact=getattr(report.team_info, "contact", None), readme_text=getattr(report, "readme", None))
+                   team_contact=getattr(report.team_info, "contact", None), readme_text=getattr(report, "readme", None),
+                   leakage=leakage.entry_view(report, row, TEXT_LABELS) if row["trust"] != "failed" else None)
     return frame
 
 

@@ -119,9 +119,10 @@ def eval_feature_fid(evaluator: Evaluator, rec: np.ndarray, tar: np.ndarray, dev
 _LOADED: dict[tuple, Evaluator] = {}
 
 
-def track_evaluator(track) -> tuple[Evaluator | None, str | None]:
-    """(the track's pinned evaluation classifier, None), or (None, why it is unavailable)."""
-    spec = track.evaluation_model
+def track_evaluator(track, spec=None) -> tuple[Evaluator | None, str | None]:
+    """(the track's pinned evaluation classifier, None), or (None, why it is unavailable). spec: one of
+    the track's retired_evaluation_models instead of its current one."""
+    spec = spec or track.evaluation_model
     if spec is None:
         return None, f"track '{track.id}' has no evaluation model"
     key = (track.id, spec.file, spec.sha256)

@@ -211,7 +211,7 @@ def _score_text_run(entry: Entry, run_dir: Path, *, device: str) -> Reproduction
     target = load_text_splits(track, ["target"])["target"]
     _require_same_target(entry, target.sha256)
     metrics = score_against(texts, target, device=device)
-    gaps = text_membership(track, texts, target, device=device)
+    gaps = text_membership(track, texts, target, p.role, device=device)
     return _record(entry, run_dir, run_dir / run.payload.reconstructions.file, metrics, device,
                    None if gaps is None else gaps[0].metrics)
 

@@ -28,6 +28,15 @@ public corpus the toolkit ships or downloads), as for images (checks/copies.py).
 Empty reconstructions are never copies (they copy nothing).
 A reconstruction equal to its own target is no copy of anything else, but the target split is public:
 checks/text_scores.py holds such an entry until it is reproduced, as checks/copies.py does for images.
+- close to its own target (held like an exact one): edit(r, t) <= EDIT margin, where edit is the
+  Levenshtein distance of the two normal forms divided by the longer one's length. Without it a pasted
+  target with one character changed would rank while an honest run recovering it verbatim is held.
+  The margin is half the PERCENTILE-th percentile of each distinct public text's distance to its
+  nearest other public text (searched among its EDIT_CANDIDATES most similar by shingles): closer to
+  its own target than that, a reconstruction is nearer to it than ~99% of public texts are to any
+  other, i.e. the target with a word or so changed. On lee-news the percentile is 0.372 and the margin
+  0.186 (a word of 10 letters changed in a 100-character sentence is 0.1); the registry pins it
+  (text track `edit_margin`; `python -m reconbench.submissions.textcopy` recomputes it).
 """
 
 from __future__ import annotations
@@ -113,16 +122,59 @@ class TextFlags:
     own: np.ndarray  # sim(r, its own target)
     exact: np.ndarray  # bool: equal (normal form, non-empty) to its own target: held until reproduced
     threshold: float
+    close: np.ndarray | None = None  # bool: not equal, but within the edit margin of its own target: held too
+    edit: np.ndarray | None = None  # normalised edit distance to its own target
 
     @property
     def near_share(self) -> float:
         return float(self.near.mean()) if len(self.near) else 0.0
 
 
-def flag(space: ShingleSpace, threshold: float, recs: list[str], targets: list[str]) -> TextFlags:
+EDIT_CANDIDATES = 5
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance (unit costs), one DP row at a time with numpy; the row's left-to-right
+    dependency cur[j] = min(cur[j-1] + 1, best[j]) is a running minimum of best[j] - j, plus j."""
+    if not a or not b:
+        return max(len(a), len(b))
+    codes = np.array([ord(c) for c in b])
+    steps = np.arange(len(b) + 1)
+    prev = steps.copy()
+    for i, ch in enumerate(a, 1):
+        best = np.minimum(prev[:-1] + (codes != ord(ch)), prev[1:] + 1)
+        prev = np.minimum.accumulate(np.concatenate([[i], best]) - steps) + steps
+    return int(prev[-1])
+
+
+def relative_edit(a: str, b: str) -> float:
+    """edit_distance of the normal forms / the longer normal form's length (0: equal)."""
+    a, b = normalise(a), normalise(b)
+    return edit_distance(a, b) / max(len(a), len(b), 1)
+
+
+def calibrate_edit(space: ShingleSpace) -> float:
+    """Half the PERCENTILE-th percentile of distinct public texts' relative edit distance to their
+    nearest other public text (among the EDIT_CANDIDATES most similar by shingles)."""
+    distinct = sorted({n: i for i, n in reversed(list(enumerate(space.normal)))}.values())
+    nearest = []
+    for lo in range(0, len(distinct), 256):
+        rows = distinct[lo:lo + 256]
+        sim = space.similarity([space.texts[i] for i in rows])
+        for k, i in enumerate(rows):
+            sim[k, space.index[space.normal[i]]] = -1.0
+            a = space.normal[i]
+            nearest.append(min(edit_distance(a, space.normal[j]) / max(len(a), len(space.normal[j]), 1)
+                               for j in np.argsort(-sim[k], kind="stable")[:EDIT_CANDIDATES]))
+    return float(np.percentile(nearest, PERCENTILE)) / 2
+
+
+def flag(space: ShingleSpace, threshold: float, recs: list[str], targets: list[str],
+         edit_margin: float | None = None) -> TextFlags:
     n = len(recs)
     copy, near = np.zeros(n, bool), np.zeros(n, bool)
     where, best, own, exact = np.full(n, -1), np.zeros(n), np.zeros(n), np.zeros(n, bool)
+    close, edit = np.zeros(n, bool), np.ones(n)
     index = space.index
     for lo in range(0, n, 256):
         sim = space.similarity(recs[lo:lo + 256])
@@ -132,6 +184,8 @@ def flag(space: ShingleSpace, threshold: float, recs: list[str], targets: list[s
             if not r:
                 continue
             exact[i] = r == t
+            edit[i] = edit_distance(r, t) / max(len(r), len(t), 1)
+            close[i] = not exact[i] and edit_margin is not None and edit[i] <= edit_margin
             own[i] = _jaccard(shingles(recs[i]), shingles(targets[i]))
             others = [j for j in index.get(r, []) if space.normal[j] != t]
             if others and r != t:
@@ -144,7 +198,7 @@ def flag(space: ShingleSpace, threshold: float, recs: list[str], targets: list[s
             j = int(row.argmax())
             where[i], best[i] = j, max(row[j], 0.0)
             near[i] = row[j] >= threshold and row[j] > own[i]
-    return TextFlags(copy, near, where, best, own, exact, threshold)
+    return TextFlags(copy, near, where, best, own, exact, threshold, close, edit)
 
 
 def _jaccard(a: set[str], b: set[str]) -> float:
@@ -164,3 +218,25 @@ def public_text_space(track_id: str, target_sha256: str | None) -> tuple[Shingle
         names += [f"{part} {i}" for i in splits[part].ids]
     space = ShingleSpace(texts, [n.startswith("target ") for n in names])
     return space, calibrate(space), names
+
+
+def track_edit_margin(track) -> float:
+    """The track's pinned edit margin (registry `edit_margin`), else calibrated on its public pool here."""
+    if getattr(track, "edit_margin", None) is not None:
+        return float(track.edit_margin)
+    return _calibrated_edit(track.id, track.splits_sha256.get("target"))
+
+
+@lru_cache(maxsize=4)
+def _calibrated_edit(track_id: str, target_sha256: str | None) -> float:
+    return calibrate_edit(public_text_space(track_id, target_sha256)[0])
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+
+    from reconbench.text.tracks import all_text_tracks
+
+    wanted = sys.argv[1:] or [t.id for t in all_text_tracks() if t.status != "unpublished"]
+    print(json.dumps({t: round(_calibrated_edit(t, None), 4) for t in wanted}, indent=2))

@@ -8,8 +8,9 @@ checks/text_scores.py; the copy rule is submissions/textcopy.py).
 
 Trust (docs/architecture.md): "failed" if any check fails; "held" if more than a stated share of the
 reconstructions are near-copies of public images, or any is an exact copy of one of the entry's own
-targets (checks/copies.py, checks/nearcopies.py; for text, equal to its own target after
-normalisation: checks/text_scores.py), unless reproduced;
+targets (checks/copies.py, checks/nearcopies.py; for text, within a small edit distance of its own
+target: checks/text_scores.py), or its membership gap lies beyond every reproduced entry's of its
+track (submissions/leakage.py), unless reproduced;
 "re-scored" if all pass, every claimed metric was recomputed within tolerance and no reconstruction is a copy of a public image; otherwise "signed"
 (re-scoring switched off, or a claimed metric not computable on this machine). "reproduced": all
 checks pass and a reproducer listed by the maintainers signed a record for this payload.
@@ -50,6 +51,7 @@ from reconbench.submissions.checks import (
     text_scores,
 )
 from reconbench.submissions.keys import key_changes
+from reconbench.submissions.leakage import hold_extraordinary
 from reconbench.submissions.checks.base import Check, CheckFailed, Context, TrustLevel
 from reconbench.submissions.layout import DEFAULT_ROOT, Selection, Unit, all_units, lexical, select, show
 from reconbench.submissions.team import Team
@@ -96,6 +98,7 @@ class EntryReport:
     evidence: dict = field(default_factory=dict)  # held: flagged, total, rows (reconstruction, public image)
     membership: dict = field(default_factory=dict)  # metric -> GapResult re-scored against the holdout
     gaps: dict = field(default_factory=dict)  # metric -> metrics.membership.Gap (per-reconstruction values, for plots)
+    mirrored: dict = field(default_factory=dict)  # metric -> GapResult of the mirrored reconstructions (held rule)
 
     @property
     def failed(self) -> bool:
@@ -212,7 +215,7 @@ def run_checks(unit: Unit, root: Path, board: Board, *, rescore: bool = True, de
                        unverified=list(ctx.unverified), verified=verified,
                        held_reason=ctx.held_reason if trust == "held" else None,
                        evidence=dict(ctx.evidence) if trust == "held" else {},
-                       membership=dict(ctx.membership), gaps=dict(ctx.gaps))
+                       membership=dict(ctx.membership), gaps=dict(ctx.gaps), mirrored=dict(ctx.mirrored))
 
 
 def validate_board(paths: list[Path] | None = None, root: Path = DEFAULT_ROOT, *, rescore: bool = True,
@@ -233,6 +236,7 @@ def validate_board(paths: list[Path] | None = None, root: Path = DEFAULT_ROOT, *
     with one_torch_thread():  # many small tensor ops: a second thread only adds synchronisation (threads.py)
         reports = [run_checks(u, root, board, rescore=rescore, device=device, weights_dir=weights_dir)
                    for u in selection.units]
+    hold_extraordinary(reports, root)  # needs every report: the reference is the track's reproduced entries
     reports.sort(key=lambda r: (not r.is_entry, r.team, r.entry_id, str(r.path)))
     changes = key_changes(root, base_root) if base_root is not None else []
     return BoardReport(entries=reports, outside=selection.outside, removed=selection.removed, empty=empty,

@@ -65,16 +65,23 @@ def score_against(recs: TextSet | tuple[TextItem, ...], target: TextSet, *, devi
     return score_pairs(aligned(recs, target), target.texts, device=device)
 
 
-def text_membership(track, recs, target: TextSet, *, device: str = "cpu"):
-    """(MembershipInfo, {metric: membership.Gap}) against the track's holdout, or None where it names none."""
+def text_membership(track, recs, target: TextSet, role: str, *, device: str = "cpu"):
+    """(MembershipInfo, {metric: membership.Gap}) against the track's holdout, or None where it names none.
+
+    Against the generator (Complete) the attacker is handed each target's first `prompt_words` words:
+    that knowledge is no leakage, so those words are left out of every text, reconstruction, target
+    and holdout alike, and the gap compares what the attack added (text/metrics/leakage.py)."""
     from reconbench.results import MembershipInfo
     from reconbench.text.files import load_text_holdout
+    from reconbench.text.metrics.leakage import without_prompt
 
     if not track.holdout_split:
         return None
     holdout = load_text_holdout(track)
+    skip = track.prompt_words if role == "generator" else 0
     texts = tuple(i.text for i in (recs.items if isinstance(recs, TextSet) else recs))
-    gaps = _text_gaps(texts, tuple(target.texts), tuple(holdout.texts), str(device))
+    gaps = _text_gaps(*(tuple(without_prompt(t, skip) for t in side) for side in (texts, target.texts, holdout.texts)),
+                      str(device))
     return MembershipInfo.of(holdout.sha256, {n: g for n, (g, _) in gaps.items()}), {n: raw for n, (_, raw) in gaps.items()}
 
 
@@ -139,7 +146,7 @@ def evaluate_text(*, track_id: str, attack: str, scenario: str | None = None, se
     target = load_text_splits(track, ["target"])["target"]
     items = tuple(rec.items)
     metrics = score_against(items, target, device=device)
-    membership = text_membership(track, items, target, device=device)
+    membership = text_membership(track, items, target, cls.role, device=device)
     info = reconstructions_info(items)
     git_commit, git_dirty = git_state(Path(__file__).parent.parent)
     payload = TextPayload(

@@ -76,6 +76,9 @@ class TextTrack(_Strict):
     generator: TextModel | None = None
     embedder: TextModel | None = None
     scenarios: list[str]
+    edit_margin: float | None = Field(
+        None, description="relative edit distance within which a reconstruction counts as a copy of its own target "
+                          "(held until reproduced, as an exact one): reconbench.submissions.textcopy")
     prompt_words: int = 3  # Complete's prompt: the first three words of each target text (SoK App. B)
     derivation: str = ""  # how the corpus was split (documented, deterministic)
 

@@ -83,6 +83,7 @@ class Context:
     reproduced: bool = False  # a valid reproduction record with verdict "reproduced" (checks/reproduction.py)
     membership: dict = field(default_factory=dict)  # metric -> GapResult recomputed against the holdout (rescore)
     gaps: dict = field(default_factory=dict)  # metric -> metrics.membership.Gap (per-reconstruction best values)
+    mirrored: dict = field(default_factory=dict)  # metric -> GapResult of the reconstructions mirrored (held rule)
 
     @property
     def entry_dir(self) -> Path:

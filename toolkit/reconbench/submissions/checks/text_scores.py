@@ -38,7 +38,7 @@ def rescore(ctx: Context) -> list[Check]:
         checks.append(Check(f"rescore.{name}", "fail", f"claimed {claimed[name].value}, but this toolkit has no such text metric"))
     from reconbench.text.evaluation import text_membership
 
-    got = text_membership(ctx.track, ctx.texts, ctx.target_texts, device=ctx.device)
+    got = text_membership(ctx.track, ctx.texts, ctx.target_texts, ctx.result.payload.role, device=ctx.device)
     if got is not None:
         info, ctx.gaps = got
         checks += membership_checks(ctx, info.holdout_sha256, info.metrics, n)
@@ -55,10 +55,11 @@ def _pool(ctx: Context):
 
 def _flags(ctx: Context):
     if ctx.text_flags is None:
-        from reconbench.submissions.textcopy import flag
+        from reconbench.submissions.textcopy import flag, track_edit_margin
 
         space, threshold, names = _pool(ctx)
-        ctx.text_flags = (flag(space, threshold, ctx.texts.texts, ctx.target_texts.texts), names)
+        ctx.text_flags = (flag(space, threshold, ctx.texts.texts, ctx.target_texts.texts, track_edit_margin(ctx.track)),
+                          names)
     return ctx.text_flags
 
 
@@ -75,17 +76,22 @@ def copies(ctx: Context) -> list[Check]:
         shown = ", ".join(repr(_id(ctx, i)) for i in hits[:SHOW]) + (", ..." if hits.size > SHOW else "")
         raise CheckFailed(f"{hits.size} of {len(flags.copy)} reconstructions are copies of public "
                           f"{ctx.track.dataset} texts outside the target split (not their targets): ids {shown}", lines)
-    exact = np.flatnonzero(flags.exact).tolist()
+    close = flags.close if flags.close is not None else np.zeros_like(flags.exact)
+    exact = np.flatnonzero(flags.exact | close).tolist()
     if not exact:
         return [Check("copies", "pass", f"no reconstruction equals (after normalisation) an aux or test text, among "
-                                        f"{len(names)} public texts (another target's text counts as a near copy)")]
+                                        f"{len(names)} public texts (another target's text counts as a near copy); none "
+                                        "is equal or within the edit margin of its own target")]
     ctx.exact_copies = {i: i for i in exact}
     shown = ", ".join(repr(_id(ctx, i)) for i in exact[:SHOW]) + (", ..." if len(exact) > SHOW else "")
-    lines = [f"reconstruction {_id(ctx, i)!r} = its own target (equal after normalisation)" for i in exact]
+    lines = [f"reconstruction {_id(ctx, i)!r} = its own target (equal after normalisation)" if flags.exact[i] else
+             f"reconstruction {_id(ctx, i)!r} ~ its own target (relative edit distance {flags.edit[i]:.3f}, within "
+             "the margin)" for i in exact]
+    n_close = int(close.sum())
     return [Check("copies", "warn", f"no copy of an aux or test text; {len(exact)} of {len(flags.copy)} reconstructions "
-                                    f"equal their own target after normalisation (ids {shown}): a perfect attack and a "
-                                    "copy of the public target split look alike, so the entry is held until it is "
-                                    "reproduced", lines)]
+                                    f"equal their own target after normalisation{f' or lie within the edit margin of it ({n_close})' if n_close else ''} "
+                                    f"(ids {shown}): a perfect attack and a copy of the public target split look alike, "
+                                    "so the entry is held until it is reproduced", lines)]
 
 
 
@@ -94,8 +100,9 @@ def nearcopies(ctx: Context) -> list[Check]:
     hits = np.flatnonzero(flags.near)
     limit = (f"another target's text, or word 1-2-gram Jaccard >= {flags.threshold:.3g} and above the similarity "
              "to its own target")
-    exact = (f"{len(ctx.exact_copies)} of {len(flags.near)} reconstructions equal their own target (exact "
-             "recoveries and copies of the public target split look alike)") if ctx.exact_copies else None
+    exact = (f"{len(ctx.exact_copies)} of {len(flags.near)} reconstructions equal their own target or lie within "
+             "the edit margin of it (exact recoveries and copies of the public target split look alike)"
+             ) if ctx.exact_copies else None
     if flags.near_share <= HELD_SHARE:
         near = (f"{hits.size} of {len(flags.near)} reconstructions near a public text that is not their target "
                 f"({limit}); an entry is held above {HELD_SHARE:.0%}")

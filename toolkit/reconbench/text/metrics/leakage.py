@@ -9,8 +9,11 @@ another target than to its own) and, for BLEU, is a mean of sentence BLEU where 
 corpus BLEU. One group (texts have no classes); metrics/membership.py gives the gap, interval and p.
 
 Complete's reconstructions begin with their target's first words (the prompt, which the threat model
-hands the attacker): part of their gap is that knowledge, not leakage; the lift over the reference
-rows (the board) separates the two.
+hands the attacker): that knowledge would show as a gap without any leakage (a run that appends
+"said on Tuesday" to each lee-news prompt: ROUGE-L gap +0.050 [+0.026, +0.074], p 3e-5; BLEU +0.014,
+p 0.0015), so against the generator the caller leaves the first prompt words out of every text,
+reconstruction and pool alike (without_prompt; the same run then: ROUGE-L +0.036 [-0.028, +0.071],
+p 0.26; BLEU 0, p 1).
 """
 
 from __future__ import annotations
@@ -31,6 +34,11 @@ NOTES = {
     "similarity": "best-match MiniLM cosine against each side",
     "exact_match": "share of reconstructions equal to some text of each side",
 }
+
+
+def without_prompt(text: str, words: int) -> str:
+    """The text without its first `words` whitespace-separated words (the prompt Complete is given)."""
+    return " ".join(text.split()[words:]) if words else text
 
 
 def text_gaps(recs: Sequence[str], targets: Sequence[str], holdout: Sequence[str], *, device: str = "cpu") -> dict:

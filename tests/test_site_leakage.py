@@ -1,0 +1,86 @@
+"""The board shows leakage, not likeness (issue 21, item 5): a gap column per metric with its interval
+beside the SoK's columns, the verdict badge, the lift, sortable; the entry page's per-class gaps and the
+best-match distributions; the home page counts only entries that leak; the exports carry the gaps."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from submission_helpers import fresh_board
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory):
+    from reconbench.leaderboard.build import build_site
+
+    board = fresh_board(tmp_path_factory, tmp_path_factory.mktemp("leak-site"))
+    return build_site(board.root, rescore=True, galleries=False), board
+
+
+def _html(bundle, page: str) -> str:
+    b, _ = bundle
+    return b.files[page] + "".join(v for k, v in b.fragments.items() if k.startswith(page + "#"))
+
+
+def test_the_board_has_a_gap_column_per_metric_beside_the_sok_columns(bundle):
+    html = _html(bundle, "leaderboards/digits.md")
+    heads = [h.strip() for h in re.findall(r"<th[^>]*>([^<]+)", html)]
+    assert [h for h in heads if h in ("SSIM", "PSNR", "MSE")] == ["SSIM", "PSNR", "MSE"]
+    for label in ("SSIM gap", "PSNR gap", "MSE gap", "Leakage"):
+        assert label in heads, (label, heads)
+    assert any(h.startswith("Lift (") for h in heads)
+    # the SoK's columns come first, untouched; then the gaps (sortable numbers) with their interval
+    assert heads.index("SSIM") < heads.index("SSIM gap")
+    assert re.search(r'data-sort="number"[^>]*class="rb-gap-col"', html)
+    assert re.search(r'<span class="rb-gap">[+-]\d\.\d{3}</span> <span class="rb-interval">\[[+-]\d\.\d{3}, [+-]\d\.\d{3}\]', html)
+    assert "no measurable leakage" in html  # MI-Face on digits: no gap
+    # reference rows show their own gap (what 0 looks like)
+    foot = html[html.index("rb-references"):]
+    assert "rb-interval" in foot
+
+
+def test_the_entry_page_shows_per_class_gaps_and_the_two_distributions(bundle):
+    b, board = bundle
+    page = next(k for k in b.files if k.startswith("entries/") and k.endswith("index.md"))
+    html = _html(bundle, page)
+    assert "Leakage: closer to the training set than to the holdout?" in html
+    assert "Gap per class" in html and html.count("<tr><td>") >= 10
+    chart = re.search(r'class="rb-chart" id="leak-[^"]+" data-figure="([^"]+)"', html)
+    figure = json.loads(chart.group(1).replace("&quot;", '"').replace("&#x27;", "'").replace("&amp;", "&"))
+    names = [t["name"] for t in figure["data"]]
+    assert len(names) == 2 and "targets" in names[0] and "holdout" in names[1]
+    assert len(figure["data"][0]["x"]) == len(figure["data"][1]["x"]) == 500
+
+
+def test_the_home_page_counts_only_entries_that_leak(bundle):
+    b, _ = bundle
+    home = b.fragments["home-best"]
+    assert "<table" not in home  # the MI-Face entry ranks on its board but recovers no training data
+    assert "none of which recovers training data" in home
+
+
+def test_the_methodology_table_is_computed_from_the_entries(bundle):
+    b, _ = bundle
+    table = b.fragments["leakage-table"]
+    assert "mi-face" in table and table.count("<tr><td>") == 1
+    assert re.search(r"[+-]\d\.\d{3} \[[+-]\d\.\d{3}, [+-]\d\.\d{3}\]", table)
+
+
+def test_the_exports_carry_gap_interval_p_and_the_holdout_hash(bundle):
+    from reconbench.track_files import load_holdout
+    from reconbench.tracks import get_track
+
+    b, _ = bundle
+    doc = json.loads(b.files["downloads/leaderboard.json"])
+    entry = doc["entries"][0]
+    for col in ("gap_ssim", "gap_ssim_low", "gap_ssim_high", "gap_ssim_p", "gap_ssim_vs_target", "lift_ssim", "verdict"):
+        assert entry[col] is not None, col
+    assert entry["holdout_sha256"] == load_holdout(get_track("digits")).sha256
+    assert set(entry["membership"]["ssim"]["per_class"]) == {str(c) for c in range(10)}
+    header = b.files["downloads/leaderboard.csv"].splitlines()[0].split(",")
+    assert {"gap_ssim", "gap_ssim_low", "gap_ssim_high", "gap_ssim_p", "holdout_sha256", "verdict"} <= set(header)
+    refs = doc["references"]["digits"]
+    assert all("membership" in r for r in refs)

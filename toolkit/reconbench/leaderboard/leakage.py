@@ -1,0 +1,217 @@
+"""The board's leakage columns: membership gaps, the verdict badge and the lift over knowledge.
+
+Per entry row (frame.py) and per metric m with a gap: `gap_<m>`, `gap_<m>_low`, `gap_<m>_high`,
+`gap_<m>_p`, `gap_<m>_vs_target`, `gap_<m>_vs_holdout` (from the gaps validate recomputed, never
+from a claim), `leaks` / `verdict` (the badge), `holdout_sha256`, `membership` (JSON of every gap,
+with the per-class ones, for the entry page and the exports). `lift_<m>`: the entry's verified value
+minus the best reference baseline of its taxonomy cell on the same targets (leaderboard/baselines.py),
+signed so that positive = better than what the attacker's own public data already gives.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+
+from reconbench.metrics import METRICS
+from reconbench.metrics.membership import ALPHA, entry_leaks
+
+GAP_METRICS = ("fid", "ssim", "psnr", "mse", "lpips", "knn_dist", "bleu", "rouge_l", "similarity", "exact_match")
+GAP_FIELDS = ("", "_low", "_high", "_p", "_vs_target", "_vs_holdout")
+COLUMNS = [f"gap_{m}{f}" for m in GAP_METRICS for f in GAP_FIELDS] + [f"lift_{m}" for m in GAP_METRICS] + [
+    "leaks", "verdict", "holdout_sha256", "membership"]
+LEAK_LABELS = {"knn_dist": "KNN distance", "acc_top1": "Acc@1", "acc_top5": "Acc@5"}
+LEAKS = f"recovers training data (p < {ALPHA:g})"
+NO_LEAK = "no measurable leakage"
+VERDICT_TEXT = {
+    LEAKS: "closer to the training set than to the holdout: the smallest p of its metrics' gaps, times their "
+           f"number (Bonferroni), is below {ALPHA:g}",
+    NO_LEAK: "its reconstructions are no closer to the training set than to images (texts) the model never saw",
+}
+
+
+def verdict(membership: dict) -> tuple[bool | None, str | None]:
+    ps = [g.p for g in membership.values() if g.status == "computed" and g.p is not None]
+    if not ps:
+        return None, None
+    leaks = entry_leaks(ps) and any(g.gap > 0 for g in membership.values() if g.status == "computed" and g.p is not None
+                                    and g.p * len(ps) < ALPHA)
+    return leaks, LEAKS if leaks else NO_LEAK
+
+
+def fill_row(row: dict, report, payload) -> None:
+    """The gap columns of one entry row, from the report's recomputed gaps (validate's re-score)."""
+    for col in COLUMNS:
+        row.setdefault(col, None)
+    membership = dict(getattr(report, "membership", {}) or {})
+    if row.get("trust") == "failed" or not membership:
+        return
+    for m in GAP_METRICS:
+        g = membership.get(m)
+        if g is None or g.status != "computed":
+            continue
+        for f, value in zip(GAP_FIELDS, (g.gap, g.low, g.high, g.p, g.vs_target, g.vs_holdout)):
+            row[f"gap_{m}{f}"] = value
+    row["leaks"], row["verdict"] = verdict(membership)
+    claimed = getattr(payload, "membership", None)
+    row["holdout_sha256"] = claimed.holdout_sha256 if claimed is not None else _track_holdout(payload)
+    row["membership"] = json.dumps({m: g.model_dump(mode="json") for m, g in membership.items()}, sort_keys=True)
+
+
+def _track_holdout(payload) -> str | None:
+    from reconbench.text.tracks import get_text_track, is_text_track
+    from reconbench.tracks import TrackError, get_track
+
+    try:
+        if is_text_track(payload.track):
+            return get_text_track(payload.track).holdout_set_sha256
+        track = get_track(payload.track)
+    except TrackError:
+        return None
+    return track.update_holdout_set_sha256 if payload.scenario.startswith("dynamic/") else track.holdout_set_sha256
+
+
+def typed(frame: pd.DataFrame) -> pd.DataFrame:
+    for m in GAP_METRICS:
+        for f in GAP_FIELDS:
+            frame[f"gap_{m}{f}"] = frame[f"gap_{m}{f}"].astype(float)
+        frame[f"lift_{m}"] = frame[f"lift_{m}"].astype(float)
+    return frame
+
+
+def _better(metric: str) -> int:
+    info = METRICS.get(metric)
+    if info is None:  # text metrics: every one is "higher is better"
+        return 1
+    return -1 if info.direction == "↓" else 1
+
+
+def best_reference(references: list[dict], metric: str) -> float | None:
+    values = [r["metrics"][metric]["value"] for r in references if metric in r.get("metrics", {})
+              and r["metrics"][metric].get("value") is not None]
+    if not values:
+        return None
+    return max(values) if _better(metric) > 0 else min(values)
+
+
+def applies(reference: dict, scenario: str) -> bool:
+    """A reference baseline's cell pattern ("static/*/same") covers this scenario."""
+    pattern = reference.get("cell", "*/*/*").split("/")
+    return all(p in ("*", s) for p, s in zip(pattern, scenario.split("/")))
+
+
+def add_lift(frame: pd.DataFrame, references: dict[str, list[dict]]) -> pd.DataFrame:
+    """lift_<m> for every row with a verified value and a reference baseline of its cell."""
+    for idx, row in frame.iterrows():
+        refs = [r for r in references.get(row["track"], []) if isinstance(row["scenario"], str) and applies(r, row["scenario"])]
+        for m in GAP_METRICS:
+            if m not in frame or pd.isna(row.get(m)):
+                continue
+            best = best_reference(refs, m)
+            if best is not None and math.isfinite(best):
+                frame.at[idx, f"lift_{m}"] = _better(m) * (float(row[m]) - best)
+    return frame
+
+
+def per_class(row) -> dict[str, list]:
+    """{metric: [(class, gap), ...]} from the row's membership JSON (image entries)."""
+    if not isinstance(row.get("membership"), str):
+        return {}
+    out = {}
+    for m, g in json.loads(row["membership"]).items():
+        if g.get("per_class"):
+            out[m] = sorted(((k, v) for k, v in g["per_class"].items()), key=lambda kv: int(kv[0]) if kv[0].isdigit() else kv[0])
+    return out
+
+
+def gap_values(row) -> dict[str, dict]:
+    """{metric: GapResult dict} of the computed gaps (entry page)."""
+    if not isinstance(row.get("membership"), str):
+        return {}
+    return {m: g for m, g in json.loads(row["membership"]).items() if g.get("status") == "computed"}
+
+
+def distribution_figure(gap, metric: str, label: str) -> dict | None:
+    """Plotly figure (dict): the per-reconstruction best match against the targets and against the
+    holdout, as two overlaid histograms, for the entry page."""
+    if gap is None or gap.best_target is None:
+        return None
+    t, h = np.asarray(gap.best_target, dtype=float), np.asarray(gap.best_holdout, dtype=float)
+    lo, hi = float(min(t.min(), h.min())), float(max(t.max(), h.max()))
+    size = (hi - lo) / 30 if hi > lo else 1.0
+    bins = dict(start=lo, end=hi + size, size=size)
+    return {
+        "data": [
+            {"type": "histogram", "x": t.tolist(), "name": f"best match among the targets (mean {t.mean():.4g})",
+             "opacity": 0.6, "xbins": bins, "marker": {"color": "#3f51b5"}},
+            {"type": "histogram", "x": h.tolist(), "name": f"best match among the holdout (mean {h.mean():.4g})",
+             "opacity": 0.6, "xbins": bins, "marker": {"color": "#ff9800"}},
+        ],
+        "layout": {"barmode": "overlay", "xaxis": {"title": {"text": f"{label} of each reconstruction's best match"}},
+                   "yaxis": {"title": {"text": "reconstructions"}}, "legend": {"orientation": "h", "y": -0.3},
+                   "margin": {"t": 10, "l": 50, "r": 10, "b": 40}, "height": 320},
+    }
+
+
+PLOT_ORDER = ("ssim", "bleu", "similarity", "rouge_l", "psnr", "mse", "knn_dist")
+
+
+def entry_view(report, row: dict, labels: dict[str, str]) -> dict | None:
+    """What an entry page shows under "Leakage": every gap, the per-class gaps, the verdict and a
+    Plotly figure of the best-match distributions (target vs holdout) of its first metric in PLOT_ORDER."""
+    gaps = gap_values(row)
+    if not gaps:
+        return None
+    from reconbench.leaderboard.charts import chart_html
+
+    import plotly.graph_objects as go
+
+    raw = getattr(report, "gaps", {}) or {}
+    metric = next((m for m in PLOT_ORDER if m in raw and m in gaps), None)
+    figure = distribution_figure(raw.get(metric), metric, labels.get(metric, metric)) if metric else None
+    classes = per_class(row)
+    class_metrics = [m for m in ("ssim", "psnr", "mse", "lpips", "knn_dist") if m in classes]
+    keys = [k for k, _ in classes[class_metrics[0]]] if class_metrics else []
+    table = [dict(key=k, values={m: dict(classes[m]).get(k) for m in class_metrics}) for k in keys]
+    return dict(
+        gaps=gaps, verdict=row.get("verdict"), leaks=row.get("leaks"), holdout=row.get("holdout_sha256"),
+        per_class=table, class_metrics=class_metrics, metric=metric,
+        chart=chart_html(go.Figure(figure) if figure else None, f"leak-{row.get('entry_id', '')}",
+                         empty="The per-reconstruction best matches are not available in this build (built without "
+                               "re-scoring)."),
+    )
+
+
+def without_leakage(ranked_rows: pd.DataFrame) -> list[dict]:
+    """Per dataset with ranked entries none of which leaks: how many (the home page says so)."""
+    out = []
+    for dataset, group in ranked_rows.groupby("dataset", sort=True):
+        if not group["leaks"].fillna(False).astype(bool).any():
+            out.append(dict(dataset=dataset, count=len(group), tracks=sorted(group["track"].dropna().unique())))
+    return out
+
+
+def example_table(rows: pd.DataFrame, track: str = "digits", metrics: tuple[str, ...] = ("ssim", "psnr")) -> list[dict]:
+    """The methodology page's example (issue 21's table, computed): each entry of `track` with its
+    metrics against the targets and against the holdout, as validate re-scored them."""
+    part = rows[(rows["track"] == track) & rows[f"gap_{metrics[0]}"].notna()]
+    out = []
+    for _, r in part.sort_values(f"gap_{metrics[0]}_vs_target", ascending=False).iterrows():
+        out.append(dict(entry=r["entry_id"], attack=r["attack"], page=r["page"], scenario=r["scenario"],
+                        verdict=r["verdict"], values={m: dict(target=r[f"gap_{m}_vs_target"], holdout=r[f"gap_{m}_vs_holdout"],
+                                                              gap=r[f"gap_{m}"], low=r[f"gap_{m}_low"], high=r[f"gap_{m}_high"],
+                                                              p=r[f"gap_{m}_p"]) for m in metrics}))
+    return out
+
+
+def gap_metrics(rows: pd.DataFrame, metrics) -> list[str]:
+    """The board's metric columns that have a gap in some row (their leakage columns are shown)."""
+    return [m for m in metrics if f"gap_{m}" in rows and rows[f"gap_{m}"].notna().any()]
+
+
+def lift_metric(rows: pd.DataFrame, metrics) -> str | None:
+    """The metric the lift column shows: the first of the board's columns with a lift in some row."""
+    return next((m for m in metrics if f"lift_{m}" in rows and rows[f"lift_{m}"].notna().any()), None)
