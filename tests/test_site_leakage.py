@@ -11,6 +11,10 @@ import pytest
 
 from submission_helpers import fresh_board
 
+# The module's site build scores every track's reference baselines (Fashion-MNIST's included) with their
+# gaps: its setup took 617 s once on the loaded 2-core machine (load ~12), past the suite's 600 s default.
+pytestmark = pytest.mark.timeout(1500)
+
 
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from reconbench.attacks import ATTACKS
 from reconbench.text.attacks import TEXT_ATTACKS
 from reconbench.submissions import discover_entries, load_team, validate_board
@@ -20,6 +22,9 @@ ROOT = REPO / "submissions"
 NOT_YET_REPRODUCED: set[str] = set()
 
 
+# Re-scores every committed entry, the membership gaps of the text entries included (MiniLM embeddings of
+# 1,500 texts each): it ran past the suite's 600 s default on the loaded 2-core machine (load ~12).
+@pytest.mark.timeout(1800)
 def test_committed_entries_are_verified_and_the_image_examples_reproduced():
     """Every committed entry ranks (re-scored or reproduced); every image example entry of the
     baselines team carries a reproduction record, signed by a reproducer the maintainers list, for

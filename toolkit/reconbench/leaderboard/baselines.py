@@ -31,6 +31,10 @@ log = logging.getLogger(__name__)
 
 SEED = 0
 VERSION = 2  # bump when a baseline's definition changes: old cache files are then ignored (2: membership gaps)
+# The reference rows' gaps are shown, not signed: 500 permutations (a quarter of an entry's 2,000) keep a
+# site build that scores every track's three baselines affordable; tests/test_membership.py checks the
+# aux replay and the class mean at the entries' 2,000.
+REFERENCE_PERMUTATIONS = 500
 KINDS = {
     "aux": "auxiliary images returned as they are",
     "aux-mean": "per-class mean of the auxiliary images",
@@ -74,7 +78,7 @@ def _score(images, labels, target, holdout=None) -> dict:
 
     report = score(images, labels, target.images, target.labels, lpips=False, fid=False,
                    holdout_images=None if holdout is None else holdout.images,
-                   holdout_labels=None if holdout is None else holdout.labels)
+                   holdout_labels=None if holdout is None else holdout.labels, permutations=REFERENCE_PERMUTATIONS)
     out = {m: {"value": r.value, "coverage": r.coverage} for m, r in report.metrics.items() if r.status == "computed"}
     gaps = {m: g.model_dump(mode="json", exclude={"per_class"}) for m, g in report.membership.items() if g.status == "computed"}
     return {**out, "membership": gaps} if gaps else out
@@ -99,8 +103,9 @@ def _cached(key: str, compute) -> dict:
     return value
 
 
-def track_baselines(track) -> list[dict]:
-    """Reference rows of one track: dicts with kind, label, training, data, scenario cell and metrics."""
+def track_baselines(track, gaps: bool = True) -> list[dict]:
+    """Reference rows of one track: dicts with kind, label, training, data, scenario cell and metrics
+    (and "membership": each metric's gap against the holdout, when `gaps` and the track has one)."""
     from reconbench.track_files import load_splits
 
     from reconbench.track_files import track_holdout
@@ -113,7 +118,7 @@ def track_baselines(track) -> list[dict]:
         if target is None:
             continue
         n, tsha = len(target.images), _sha(target.images, target.labels)
-        holdout = track_holdout(track, training == "dynamic")
+        holdout = track_holdout(track, training == "dynamic") if gaps else None
         wanted = [("noise", None)] + [(k, d) for t, d in cells if t == training and d != "none" for k in ("aux", "aux-mean")]
         for kind, data in wanted:
             aux = None if data is None else (splits.aux_same if data == "same" else splits.aux_similar)
@@ -149,14 +154,15 @@ def pseudo_labelled(track, aux):
     return ArraySet(aux.images, predicted.numpy().astype(np.int64))
 
 
-def all_baselines(tracks) -> dict[str, list[dict]]:
-    """track id -> reference rows, for the tracks whose data can be loaded here (others: none)."""
+def all_baselines(tracks, gaps_for=None) -> dict[str, list[dict]]:
+    """track id -> reference rows, for the tracks whose data can be loaded here (others: none). gaps_for:
+    the track ids whose rows also get their membership gaps (the tracks with entries; None: all)."""
     out = {}
     for track in tracks:
         if track.status == "unpublished":
             continue
         try:
-            out[track.id] = track_baselines(track)
+            out[track.id] = track_baselines(track, gaps=gaps_for is None or track.id in gaps_for)
         except Exception as exc:  # noqa: BLE001 - a Hub track offline: its board shows no reference rows
             log.info("baselines of track '%s' unavailable (%s)", track.id, exc)
     return out

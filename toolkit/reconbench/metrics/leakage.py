@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .membership import Gap, Group, membership_gap
+from .membership import PERMUTATIONS, Gap, Group, membership_gap
 from .pixel import psnr_from_mse
 
 NOT_APPLICABLE = {
@@ -59,7 +59,7 @@ def image_groups(matrix_of, rec_y, tar_y, hold_y, larger_is_better: bool) -> lis
     return groups
 
 
-def kernel_gap(kernel, rec, rec_y, tar, tar_y, hold, hold_y, device: str = "cpu") -> Gap:
+def kernel_gap(kernel, rec, rec_y, tar, tar_y, hold, hold_y, device: str = "cpu", permutations: int = PERMUTATIONS) -> Gap:
     """The gap of one pairwise kernel (uint8 tensors on the CPU, int64 numpy labels)."""
 
     def matrix(r, t, h):
@@ -67,10 +67,11 @@ def kernel_gap(kernel, rec, rec_y, tar, tar_y, hold, hold_y, device: str = "cpu"
         return kernel_matrix(kernel, rec[torch.from_numpy(r)], pool, device)
 
     groups = image_groups(matrix, rec_y, tar_y, hold_y, kernel.larger_is_better)
-    return membership_gap(groups, kernel.larger_is_better, n_total=len(rec_y), worst=kernel.worst)
+    return membership_gap(groups, kernel.larger_is_better, n_total=len(rec_y), worst=kernel.worst, permutations=permutations)
 
 
-def mse_and_psnr_gaps(kernel, rec, rec_y, tar, tar_y, hold, hold_y, device: str = "cpu") -> tuple[Gap, Gap]:
+def mse_and_psnr_gaps(kernel, rec, rec_y, tar, tar_y, hold, hold_y, device: str = "cpu",
+                      permutations: int = PERMUTATIONS) -> tuple[Gap, Gap]:
     """MSE's gap and PSNR's (per pair psnr_from_mse of the same MSE matrix: one pass for both)."""
     cache: dict[int, np.ndarray] = {}
 
@@ -81,13 +82,15 @@ def mse_and_psnr_gaps(kernel, rec, rec_y, tar, tar_y, hold, hold_y, device: str 
         return m
 
     groups = image_groups(matrix, rec_y, tar_y, hold_y, larger_is_better=False)
-    mse = membership_gap(groups, False, n_total=len(rec_y), worst=kernel.worst)
+    mse = membership_gap(groups, False, n_total=len(rec_y), worst=kernel.worst, permutations=permutations)
     psnr_groups = image_groups(lambda r, t, h: psnr_from_mse(cache[int(r[0])]), rec_y, tar_y, hold_y, True)
-    psnr = membership_gap(psnr_groups, True, n_total=len(rec_y), worst=float(psnr_from_mse(kernel.worst)))
+    psnr = membership_gap(psnr_groups, True, n_total=len(rec_y), worst=float(psnr_from_mse(kernel.worst)),
+                          permutations=permutations)
     return mse, psnr
 
 
-def feature_gap(rec_f: torch.Tensor, rec_y, tar_f: torch.Tensor, tar_y, hold_f: torch.Tensor, hold_y) -> Gap:
+def feature_gap(rec_f: torch.Tensor, rec_y, tar_f: torch.Tensor, tar_y, hold_f: torch.Tensor, hold_y,
+                permutations: int = PERMUTATIONS) -> Gap:
     """knn_dist's gap: squared L2 distances in the evaluation classifier's feature space (classifier.py).
 
     A reconstruction whose class has no target scores its farthest target in classifier.py; here it
@@ -99,14 +102,14 @@ def feature_gap(rec_f: torch.Tensor, rec_y, tar_f: torch.Tensor, tar_y, hold_f: 
         return d.numpy()
 
     groups = image_groups(matrix, rec_y, tar_y, hold_y, larger_is_better=False)
-    return membership_gap(groups, False)
+    return membership_gap(groups, False, permutations=permutations)
 
 
 PRDC_HIGHER = {"prdc_precision": True, "prdc_recall": True, "prdc_density": True, "prdc_coverage": True}
 
 
 def membership_report(metrics, rec, rec_y, tar, tar_y, hold, hold_y, *, device: str, shape, lpips_kernel=None,
-                      evaluator=None, inception=None, cache_dir=None) -> dict:
+                      evaluator=None, inception=None, cache_dir=None, permutations: int = PERMUTATIONS) -> dict:
     """metric -> (GapResult, membership.Gap or None) for every metric of `metrics` (score.py's).
 
     A metric that was not computed against the targets is not computed against the holdout either."""
@@ -120,17 +123,17 @@ def membership_report(metrics, rec, rec_y, tar, tar_y, hold, hold_y, *, device: 
     def put(name, gap):
         out[name] = (GapResult.of(gap), gap)
 
-    mse, psnr = mse_and_psnr_gaps(MSEKernel(shape), rec, ry, tar, ty, hold, hy, device)
+    mse, psnr = mse_and_psnr_gaps(MSEKernel(shape), rec, ry, tar, ty, hold, hy, device, permutations)
     put("mse", mse)
     put("psnr", psnr)
-    put("ssim", kernel_gap(SSIMKernel(shape, device=device), rec, ry, tar, ty, hold, hy, device))
+    put("ssim", kernel_gap(SSIMKernel(shape, device=device), rec, ry, tar, ty, hold, hy, device, permutations))
     if lpips_kernel is not None:
-        put("lpips", kernel_gap(lpips_kernel, rec, ry, tar, ty, hold, hy, device))
+        put("lpips", kernel_gap(lpips_kernel, rec, ry, tar, ty, hold, hy, device, permutations))
     if evaluator is not None and metrics.get("knn_dist") is not None and metrics["knn_dist"].status == "computed":
         from .classifier import logits_and_features
 
         feats = [logits_and_features(evaluator, x.numpy(), device)[1] for x in (rec, tar, hold)]
-        put("knn_dist", feature_gap(feats[0], ry, feats[1], ty, feats[2], hy))
+        put("knn_dist", feature_gap(feats[0], ry, feats[1], ty, feats[2], hy, permutations))
     if inception is not None:
         out.update(dataset_level_gaps(inception, rec, tar, hold, device, cache_dir))
     for name, result in metrics.items():

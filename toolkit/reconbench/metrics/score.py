@@ -72,6 +72,7 @@ def score(
     evaluator: Evaluator | None = None,
     holdout_images=None,
     holdout_labels=None,
+    permutations: int | None = None,
 ) -> ScoreReport:
     """Score reconstructions against targets. Images: uint8 (N, C, H, W), C in {1, 3}; labels int64 (N,).
 
@@ -83,7 +84,8 @@ def score(
     given one, else the track's pinned `evaluation_model`; neither: not computed.
     holdout_images / holdout_labels: the holdout matched to the targets (track_files.load_holdout):
     every metric is then also scored against it, and report.membership holds each metric's gap
-    (metrics/leakage.py, metrics/membership.py).
+    (metrics/leakage.py, metrics/membership.py); permutations: of its test (default
+    membership.PERMUTATIONS, what results record; the board's reference rows use fewer).
     """
     download = downloads_allowed() if download is None else download
     rec, rec_y, tar, tar_y = check_pair(rec_images, rec_labels, tar_images, tar_labels)
@@ -163,7 +165,7 @@ def score(
         gaps = membership_report(metrics, rec, rec_y, tar, tar_y, hold, hold_y, device=device, shape=shape,
                                  lpips_kernel=lpips_kernel,
                                  evaluator=evaluator, inception=_fid_extractor(metrics, inception_extractor, weights_dir, device),
-                                 cache_dir=cache_dir)
+                                 cache_dir=cache_dir, **({} if permutations is None else {"permutations": permutations}))
     return ScoreReport(metrics=metrics, matches=matches, provenance=provenance,
                        membership={n: g for n, (g, _) in gaps.items()}, gaps={n: raw for n, (_, raw) in gaps.items() if raw is not None})
 

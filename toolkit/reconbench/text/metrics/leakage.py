@@ -48,7 +48,7 @@ def text_gaps(recs: Sequence[str], targets: Sequence[str], holdout: Sequence[str
     matrices = {
         "bleu": lambda: bleu_matrix(recs, pool),
         "rouge_l": lambda: rouge_l_matrix(recs, pool),
-        "similarity": lambda: similarity_matrix(recs, pool, device=device),
+        "similarity": lambda: similarity_matrix(recs, targets, holdout, device=device),
         "exact_match": lambda: exact_matrix(recs, pool),
     }
     out = {}

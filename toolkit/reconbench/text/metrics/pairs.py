@@ -147,10 +147,16 @@ def rouge_l_matrix(recs: Sequence[str], pool: Sequence[str]) -> np.ndarray:
     return np.where((hl == 0) | (rl == 0), 0.0, f)
 
 
-def similarity_matrix(recs: Sequence[str], pool: Sequence[str], *, device: str = "cpu", batch_size: int = 64) -> np.ndarray:
+def similarity_matrix(recs: Sequence[str], *pools: Sequence[str], device: str = "cpu", batch_size: int = 64) -> np.ndarray:
+    """Cosines of each reconstruction against each text of the pools, in order. Each list is embedded
+    (and cached per process) on its own, so the targets embedded for the board's own-target similarity
+    are not embedded again here."""
+    import torch
+
     from .similarity import embeddings
 
-    a, b = embeddings(tuple(recs), str(device), batch_size), embeddings(tuple(pool), str(device), batch_size)
+    a = embeddings(tuple(recs), str(device), batch_size)
+    b = torch.cat([embeddings(tuple(pool), str(device), batch_size) for pool in pools])
     return (a @ b.T).cpu().numpy()
 
 
