@@ -177,3 +177,46 @@ def test_the_text_holdout_is_pinned_and_in_no_text_view():
         view = build_text_knowledge(track, scenario, role)
         found = [s for s in strings(view, set()) if s in texts]
         assert not found, (scenario, found[:3])
+
+
+def test_the_evaluation_classifier_never_trained_on_the_holdout():
+    """Its KNN distance is measured to the holdout too (the gap): a judge that had trained on it would
+    pull it closer in feature space than the targets. Trained on aux + test only (models/evaluator.py)."""
+    from reconbench.models.evaluator import training_set
+
+    splits = load_splits(get_track("digits"))
+    train = _rows(training_set().images)
+    allowed = _rows(np.concatenate([splits.aux_same.images, splits.test.images]))
+    assert len(training_set()) == len(splits.aux_same) + len(splits.test) == 697
+    assert not (_rows(splits.holdout.images) & train) - allowed  # only the dataset's own byte duplicates
+
+
+def test_entries_scored_with_the_retired_classifier_still_verify(tmp_path, monkeypatch):
+    """An example made before the classifier was retrained claims the retired one's Acc@1/KNN: validate
+    finds the retired classifier that agrees and says so; without it in the registry the claim fails."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    from reconbench.results import RESULT_FILE
+    from reconbench.submissions import validate_board
+    from reconbench.tracks import REGISTRY_ENV, registry_path
+
+    repo = Path(__file__).resolve().parents[1] / "submissions" / "reconbench-baselines"
+    old = next(p.parent for p in sorted(repo.glob(f"digits-deepdream-*/{RESULT_FILE}")))
+    root = tmp_path / "submissions"
+    shutil.copytree(repo, root / "reconbench-baselines", ignore=lambda d, names: [
+        n for n in names if Path(d) == repo and n != old.name and n != "team.toml"])
+    (root / "reconbench-baselines" / old.name / "reproduction.json").unlink(missing_ok=True)
+    report = next(r for r in validate_board(None, root).entries if r.is_entry)
+    acc = next(c for c in report.checks if c.name == "rescore.acc_top1")
+    assert acc.status == "pass" and "retired evaluation classifier ba3f932e78fa" in acc.message, acc.to_dict()
+    assert report.membership["knn_dist"].status == "computed"  # the gap: with the current classifier
+    registry = json.loads(registry_path().read_text())
+    for track in registry["tracks"]:
+        track.pop("retired_evaluation_models", None)
+    zoo = json.loads(registry_path().with_name("zoo.json").read_text())
+    (tmp_path / "tracks.json").write_text(json.dumps({"schema_version": 1, "tracks": registry["tracks"] + zoo["tracks"]}))
+    monkeypatch.setenv(REGISTRY_ENV, str(tmp_path / "tracks.json"))
+    report = next(r for r in validate_board(None, root).entries if r.is_entry)
+    assert next(c for c in report.checks if c.name == "rescore.acc_top1").status == "fail"

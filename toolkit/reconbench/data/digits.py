@@ -87,12 +87,6 @@ def _cut() -> tuple[ArraySet, list[np.ndarray]]:
     return full, np.split(order, cuts)
 
 
-def unseen_by_targets() -> ArraySet:
-    """The 697 images no target model trained on (holdout + test), in index order."""
-    full, (_, _, _, rest) = _cut()
-    return full.subset(np.sort(rest))
-
-
 @lru_cache(maxsize=1)
 def digits_splits() -> TrackSplits:
     full, (target, update, aux, rest) = _cut()

@@ -10,15 +10,20 @@ pooling to a 128-d feature, one linear layer: unlike the target SmallCNN (two co
 BatchNorm, a 64-unit hidden FC), so an image tuned to the target's filters or BatchNorm statistics
 gets no free pass from the judge.
 
-Training data: the digits `aux_same` + `test` splits (1,197 images), never a target set: its
-accuracy is then measured on the static target set (500) and the dynamic update set (100), the
-very sets it judges reconstructions of. The MI papers train E on the private identities (their
+Training data: the digits `aux_same` + `test` splits (697 images), never a target set and never the
+holdout: KNN distance is also measured to the holdout (the membership gap, metrics/leakage.py), and a
+judge that had trained on the holdout would pull it closer in its feature space than the targets it
+never saw, faking a negative gap. Its accuracy is measured on the static target set (500), the
+dynamic update set (100) and the holdout (500), the sets it judges reconstructions against. The MI papers train E on the private identities (their
 public and private data have disjoint identities, so E must see private images to know the
 classes); here every split covers all ten classes, so E can know the classes without ever seeing
 D_tar, and cannot have memorised the images it is compared with.
 
 Run `python -m reconbench.models.evaluator` to rebuild data/digits/eval-cnn.safetensors; the
-registry pins its sha256 (CPU training is not bitwise reproducible, so the bytes are pinned).
+registry pins its sha256. The seed is set before the network is built (its initial weights were
+drawn from whatever the global RNG held before, so two rebuilds differed) and training runs on one
+thread, and the file carries no safetensors metadata (its key order is not stable): a rebuild on the
+same torch build writes the same bytes (two rebuilds under load compared: identical).
 """
 
 from __future__ import annotations
@@ -42,26 +47,29 @@ RECIPE = "python -m reconbench.models.evaluator"
 
 
 def training_set() -> ArraySet:
-    from reconbench.data.digits import digits_splits, unseen_by_targets
+    from reconbench.data.digits import digits_splits
 
-    # Transitional (issue 21): the shipped classifier was trained on aux + every image no target saw,
-    # the holdout included; it is retrained without the holdout when the examples are re-made.
-    s, unseen = digits_splits(), unseen_by_targets()
-    return ArraySet(np.concatenate([s.aux_same.images, unseen.images]), np.concatenate([s.aux_same.labels, unseen.labels]))
+    s = digits_splits()
+    return ArraySet(np.concatenate([s.aux_same.images, s.test.images]), np.concatenate([s.aux_same.labels, s.test.labels]))
 
 
 def build(out: Path) -> dict:
     from reconbench.data.digits import digits_splits
     from reconbench.models.registry import save_model
     from reconbench.models.training import TrainConfig, accuracy, train_classifier
+    from reconbench.io import sha256_file
     from reconbench.threads import one_torch_thread
 
+    config = TrainConfig(epochs=80, batch_size=64, lr=1e-3, weight_decay=1e-4, seed=0)
     with one_torch_thread():
-        model = train_classifier(EvalCNN(), training_set(), TrainConfig(epochs=80, batch_size=64, lr=1e-3, weight_decay=1e-4, seed=0))
-    save_model(model, out, metadata={"architecture": "eval-cnn", "recipe": RECIPE, "trained_on": "digits aux_same + test"})
+        torch.manual_seed(config.seed)  # the initial weights too
+        model = train_classifier(EvalCNN(), training_set(), config)
+    save_model(model, out)  # no metadata: safetensors writes its keys in an unstable order (the same weights
+    # gave two files); the registry row says what the file is
     s = digits_splits()
-    return {"file": out.name, "train_accuracy": round(accuracy(model, training_set()), 4),
-            "target_accuracy": round(accuracy(model, s.target), 4), "update_accuracy": round(accuracy(model, s.update), 4)}
+    return {"file": out.name, "sha256": sha256_file(out), "train_accuracy": round(accuracy(model, training_set()), 4),
+            "target_accuracy": round(accuracy(model, s.target), 4), "update_accuracy": round(accuracy(model, s.update), 4),
+            "holdout_accuracy": round(accuracy(model, s.holdout), 4)}
 
 
 if __name__ == "__main__":
