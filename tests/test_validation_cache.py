@@ -57,6 +57,26 @@ def test_a_second_run_reuses_the_checks_and_reports_the_same(board, tmp_path, ca
     assert files and all(p.suffix in (".json", ".safetensors") for p in files)  # data, never a pickle
 
 
+def test_the_membership_gaps_come_back_from_the_cache(board, tmp_path, calls):
+    """The held rule (submissions/leakage.py) and the board read the re-scored gaps: a reused outcome
+    carries them as they were computed, the per-reconstruction best values of the entry page's plot too."""
+    cache = ValidationCache(tmp_path / "cache")
+    first = {str(r.path): r for r in board.validate(cache=cache, rescore=True).entries if r.is_entry}
+    second = {str(r.path): r for r in board.validate(cache=cache, rescore=True).entries if r.is_entry}
+    assert calls["rescore"] == 1
+    entry = str(board.entry)
+    assert first[entry].membership and first[entry].mirrored and first[entry].gaps
+    for path, r in first.items():
+        again = second[path]
+        assert again.membership == r.membership and again.mirrored == r.mirrored
+        assert set(again.gaps) == set(r.gaps)
+        for name, gap in r.gaps.items():
+            back = again.gaps[name]
+            assert (back.gap, back.low, back.high, back.p, back.per_group) == (gap.gap, gap.low, gap.high, gap.p, gap.per_group)
+            np.testing.assert_array_equal(back.best_target, gap.best_target)
+            np.testing.assert_array_equal(back.best_holdout, gap.best_holdout)
+
+
 def test_a_changed_claim_is_checked_again(board, tmp_path, calls):
     cache = ValidationCache(tmp_path / "cache")
     assert reports(board, cache)[str(board.entry)]["trust"] == "re-scored"

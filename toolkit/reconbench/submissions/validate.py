@@ -29,8 +29,13 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+
+import numpy as np
+
+from reconbench.metrics.membership import Gap
+from reconbench.metrics.report import GapResult
 
 from reconbench.results import ResultFile
 from reconbench.text.results import TextResultFile
@@ -161,13 +166,33 @@ def _restore(ctx: Context, record: dict) -> list[Check]:
     ctx.exact_copies = {int(k): int(v) for k, v in record["exact_copies"].items()}
     ctx.held_reason = record["held_reason"]
     ctx.evidence = dict(record["evidence"])
+    # the re-scored membership gaps: the held rule (hold_extraordinary) and the board read them
+    ctx.membership = {n: GapResult.model_validate(g) for n, g in record["membership"].items()}
+    ctx.mirrored = {n: GapResult.model_validate(g) for n, g in record["mirrored"].items()}
+    ctx.gaps = {n: _gap_from(g) for n, g in record["gaps"].items()}
     return [Check(c["name"], c["status"], c["message"], tuple(c["details"])) for c in record["checks"]]
 
 
 def _record(ctx: Context, checks: list[Check]) -> dict:
     return {"checks": [c.to_dict() for c in checks], "rescored": ctx.rescored, "unverified": list(ctx.unverified),
             "exact_copies": {str(k): v for k, v in ctx.exact_copies.items()}, "held_reason": ctx.held_reason,
-            "evidence": ctx.evidence}
+            "evidence": ctx.evidence,
+            "membership": {n: g.model_dump(mode="json") for n, g in ctx.membership.items()},
+            "mirrored": {n: g.model_dump(mode="json") for n, g in ctx.mirrored.items()},
+            "gaps": {n: _gap_to(g) for n, g in ctx.gaps.items()}}
+
+
+def _gap_to(gap: Gap) -> dict:
+    """A membership.Gap as JSON (its per-reconstruction best values are the entry page's plot)."""
+    out = {f.name: getattr(gap, f.name) for f in fields(gap)}
+    for name in ("best_target", "best_holdout"):
+        out[name] = None if out[name] is None else np.asarray(out[name], dtype=np.float64).tolist()
+    return out
+
+
+def _gap_from(data: dict) -> Gap:
+    arrays = {n: None if data[n] is None else np.asarray(data[n], dtype=np.float64) for n in ("best_target", "best_holdout")}
+    return Gap(**{**data, **arrays})
 
 
 def run_checks(unit: Unit, root: Path, board: Board, *, rescore: bool = True, device: str = "cpu",
