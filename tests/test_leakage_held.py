@@ -121,6 +121,27 @@ def test_the_held_rule_holds_the_extraordinary_and_spares_the_reproduced(digits,
     assert again[1].trust == "re-scored"
 
 
+def test_a_null_gap_that_misses_0_by_chance_is_not_held(tmp_path):
+    """Uniform noise on test_site_hostile's board: SSIM gap +0.010, its interval from +0.0016, p 0.010,
+    one of six tested gaps (four metrics, two mirrored). Held only if it stays below 0.01 after Bonferroni."""
+    from reconbench.metrics.report import GapResult
+
+    def gap(value, low, p):
+        return GapResult(status="computed", vs_target=0.3, vs_holdout=0.3 - value, gap=value, low=low, high=value + 0.01, p=p)
+
+    null = {"ssim": gap(0.0102, 0.0016, 0.00999), "mse": gap(-0.0007, -0.0024, 0.81),
+            "psnr": gap(-0.0136, -0.0449, 0.81), "knn_dist": gap(-5.1, -17.1, 0.79)}
+    mirrored = {"ssim": gap(0.002, -0.006, 0.3), "mse": gap(-0.0001, -0.002, 0.6)}
+    assert beyond(null, {}, 1) and not beyond(null, {}, 6) and not beyond(null, {})  # 0.00999 * 4 > 0.01
+    strong = dict(null, ssim=gap(0.0102, 0.0016, 0.001))
+    reports = [_Report("noise", "re-scored", null), _Report("strong", "re-scored", strong)]
+    for r, m in zip(reports, (mirrored, mirrored)):
+        r.mirrored = m
+    hold_extraordinary(reports, tmp_path)
+    assert reports[0].trust == "re-scored"
+    assert reports[1].trust == "held" and "of 6 tested" in reports[1].held_reason  # 0.001 * 6 < 0.01
+
+
 def test_holdout_images_returned_are_refused_as_copies(tmp_path_factory, tmp_path, digits):
     """The holdout is public data (scikit-learn's digits): an entry returning it copies, and fails."""
     from submission_helpers import fresh_board

@@ -200,7 +200,9 @@ def example_table(rows: pd.DataFrame, track: str = "digits", metrics: tuple[str,
     part = rows[(rows["track"] == track) & rows[f"gap_{metrics[0]}"].notna()]
     out = []
     for _, r in part.sort_values(f"gap_{metrics[0]}_vs_target", ascending=False).iterrows():
-        out.append(dict(entry=r["entry_id"], attack=r["attack"], page=r["page"], scenario=r["scenario"],
+        # an unregistered attack's name stays on its entry's page (its label here: "<team>'s own attack")
+        attack = r["attack_label"] if isinstance(r.get("attack_label"), str) else r["attack"]
+        out.append(dict(entry=r["entry_id"], attack=attack, page=r["page"], scenario=r["scenario"],
                         verdict=r["verdict"], values={m: dict(target=r[f"gap_{m}_vs_target"], holdout=r[f"gap_{m}_vs_holdout"],
                                                               gap=r[f"gap_{m}"], low=r[f"gap_{m}_low"], high=r[f"gap_{m}_high"],
                                                               p=r[f"gap_{m}_p"]) for m in metrics}))

@@ -5,7 +5,8 @@ word changed) sits far closer to the targets than to the holdout, and the copy c
 is near a public item. So: an entry whose gap on a metric lies beyond what any *reproduced* entry of
 its track has shown is held (listed, not ranked) until it is reproduced itself.
 
-    held  <=>  low(metric) > max(0, max gap(metric) of the track's reproduced entries)  for some metric
+    held  <=>  for some metric:  low(metric) > max(0, max gap(metric) of the track's reproduced entries)
+                                  and  p(metric) * k < 0.01  (k: the entry's gaps tested, mirrored ones included)
 
 and the same for the reconstructions mirrored left-right (MSE and SSIM; checks/rescore.py computes
 them): a mirrored target is no nearer its target than any image of its class on 8x8 digits, so the
@@ -13,7 +14,11 @@ gap of the reconstructions as submitted would not see it.
 
 `low` is the lower end of the entry's 95% interval, so an entry is held only when its gap is beyond
 that reference with the interval's confidence (an honest run whose gap merely wobbles above the
-reference by noise is not held), and never for a gap that is not significantly positive. The
+reference by noise is not held). The second condition is the board's own verdict (membership.entry_leaks:
+Bonferroni over the entry's gaps at 0.01): an entry the board does not call leaking is not extraordinary.
+Without it each of an entry's six 95% intervals (four metrics, two mirrored) may miss 0 by chance, and
+on a board with no reproduced entry to raise the reference, uniform noise was held (SSIM gap +0.010,
+interval from +0.0016, p 0.010; test_site_hostile's noise entries). The
 reference is per metric and per track: the recomputed gaps of the reproduced entries validated in
 the same run, and the signed (CI-verified when they were merged) gaps of reproduced entries on the
 board that this run did not validate. A reproduced entry is never held: reproduction is what lifts it.
@@ -22,6 +27,8 @@ board that this run did not validate. A reproduced entry is never held: reproduc
 from __future__ import annotations
 
 from pathlib import Path
+
+from reconbench.metrics.membership import ALPHA
 
 GAP_METRICS = ("mse", "psnr", "ssim", "lpips", "knn_dist", "bleu", "rouge_l", "similarity", "exact_match")
 
@@ -66,15 +73,23 @@ def reproduced_gaps(reports, root: Path) -> dict[str, dict[str, float]]:
     return maxima
 
 
-def beyond(membership: dict, reference: dict[str, float]) -> list[tuple[str, object, float]]:
-    """(metric, its GapResult, the reference) for each metric whose interval lies above the reference."""
+def tested(membership: dict) -> int:
+    """How many of these gaps carry a test (interval and p)."""
+    return sum(1 for name in GAP_METRICS if (g := membership.get(name)) is not None and g.status == "computed"
+               and g.p is not None and g.low is not None)
+
+
+def beyond(membership: dict, reference: dict[str, float], tests: int | None = None) -> list[tuple[str, object, float]]:
+    """(metric, its GapResult, the reference) for each metric whose interval lies above the reference and
+    whose p stays below ALPHA after Bonferroni over `tests` gaps (default: those of `membership`)."""
+    tests = max(1, tested(membership) if tests is None else tests)
     out = []
     for name in GAP_METRICS:
         g = membership.get(name)
-        if g is None or g.status != "computed" or g.low is None:
+        if g is None or g.status != "computed" or g.low is None or g.p is None:
             continue
         ref = max(0.0, reference.get(name, 0.0))
-        if g.low > ref:
+        if g.low > ref and g.p * tests < ALPHA:
             out.append((name, g, ref))
     return out
 
@@ -86,11 +101,13 @@ def hold_extraordinary(reports, root: Path) -> None:
         if not r.is_entry or r.trust not in ("re-scored", "signed") or not r.membership:
             continue
         reference = maxima.get(_track(r), {})
-        over = [(name, g, ref, "") for name, g, ref in beyond(r.membership, reference)]
-        over += [(name, g, ref, " (reconstructions mirrored)") for name, g, ref in beyond(getattr(r, "mirrored", {}) or {}, reference)]
+        mirrored = getattr(r, "mirrored", {}) or {}
+        k = tested(r.membership) + tested(mirrored)
+        over = [(name, g, ref, "") for name, g, ref in beyond(r.membership, reference, k)]
+        over += [(name, g, ref, " (reconstructions mirrored)") for name, g, ref in beyond(mirrored, reference, k)]
         if not over:
             continue
-        parts = [f"{name} gap{how} {g.gap:+.4g} (95% interval from {g.low:+.4g}) beyond {ref:+.4g}"
+        parts = [f"{name} gap{how} {g.gap:+.4g} (95% interval from {g.low:+.4g}, p {g.p:.2g} of {k} tested) beyond {ref:+.4g}"
                  for name, g, ref, how in over]
         r.trust = "held"
         r.held_reason = (f"extraordinary leakage: {'; '.join(parts)}, the largest gap any reproduced entry of track "
