@@ -36,3 +36,50 @@ def children_cpu() -> float:
     """User + system CPU seconds of the children waited for so far (reap_orphans first)."""
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
+
+
+def _proc_cpu(pid: int) -> tuple[int, float, bool] | None:
+    """(parent pid, user + system CPU seconds so far, still running: not a zombie) of a process, from
+    /proc/<pid>/stat."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return None
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), fields[0] != b"Z"
+
+
+def run_tree(argv: list[str], interval: float = 0.1, **popen) -> tuple[float, float]:
+    """Run a command to its end; (wall s, CPU s of it and every descendant). The CPU is the larger of
+    two counts: getrusage's (adopted orphans reaped), and the sum over the processes of the tree of
+    their last /proc sample (taken every `interval` s; a process that is killed before its parent
+    waits for it can vanish from getrusage's count, e.g. bubblewrap's init killed after the exit
+    grace, with the attack's interpreter in it)."""
+    import subprocess
+    import time
+
+    before = children_cpu()
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, **popen)
+    seen: dict[int, float] = {}
+    while True:
+        done = proc.poll() is not None
+        table = {}
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit() and (got := _proc_cpu(int(entry.name))) is not None:
+                table[int(entry.name)] = got
+        grew = True
+        while grew:  # the tree: the command and whatever descends from a process already seen
+            grew = False
+            for pid, (ppid, cpu, _) in table.items():
+                if pid == proc.pid or pid in seen or ppid in seen:
+                    grew = grew or pid not in seen
+                    seen[pid] = max(seen.get(pid, 0.0), cpu)
+        if done and not any(table[pid][2] for pid in seen if pid != proc.pid and pid in table):
+            break
+        time.sleep(interval)
+    if proc.returncode:
+        raise subprocess.CalledProcessError(proc.returncode, argv)
+    reap_orphans()
+    wall = time.perf_counter() - t0
+    return wall, max(children_cpu() - before, sum(seen.values()))

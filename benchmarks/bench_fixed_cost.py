@@ -12,7 +12,8 @@ track's 500 images, DeepInversion at two iteration counts:
 Each cost c(T) = fixed + T x per-step: the per-step cost is the slope between the two counts, the
 fixed cost is c(T1) - T1 x slope (interpreter start, imports, loading the track, the model, scoring,
 signing, writing). CPU = user + system seconds of the child processes (getrusage), the sandboxed
-attack's included (bench_cpu.py: this process adopts and reaps what bubblewrap leaves); wall = elapsed.
+attack's included (bench_cpu.run_tree: this process adopts and reaps what bubblewrap leaves, and samples
+/proc for what a kill takes out of getrusage's count); wall = elapsed.
 The best of --repeat runs counts (a shared machine only ever adds time). The commands alternate,
 so load changes hit all three alike.
 """
@@ -30,7 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from bench_cpu import adopt_orphans, children_cpu, reap_orphans  # noqa: E402
+from bench_cpu import adopt_orphans, run_tree  # noqa: E402
 IN_PROCESS = """
 import sys, torch
 from pathlib import Path
@@ -54,12 +55,7 @@ sign_payload({m: r.model_dump(mode="json") for m, r in report.metrics.items()}, 
 
 
 def run(argv: list[str], env: dict) -> tuple[float, float]:
-    before = children_cpu()
-    t0 = time.perf_counter()
-    subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=REPO)
-    reap_orphans()  # the sandbox's init and the attack's interpreter, when bubblewrap left them
-    wall = time.perf_counter() - t0
-    return wall, children_cpu() - before
+    return run_tree(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO)
 
 
 def commands(iterations: int, work: Path, key: Path) -> dict[str, list[str]]:
