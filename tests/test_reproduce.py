@@ -278,3 +278,19 @@ def test_a_record_keeps_the_runs_report_in_one_place_per_schema_version(reproduc
                    {**data, "device": "cuda"}):
         with pytest.raises(ValidationError):
             ReproductionRecord.model_validate(broken)
+
+
+def test_a_rerun_takes_the_thread_count_its_entry_recorded():
+    """A CPU run's sums depend on the thread count (Deep-Leakage's example: 1 thread; re-run with 2, 53%
+    of its pixels differed): the re-run sets the recorded count and gives the previous one back."""
+    import torch
+
+    from reconbench.reproduction.rerun import _threads_of
+
+    before = torch.get_num_threads()
+    other = 1 if before != 1 else 2
+    with _threads_of(f"Linux x86_64, {other} CPU threads"):
+        assert torch.get_num_threads() == other
+    assert torch.get_num_threads() == before
+    with _threads_of("an accelerator"):  # nothing recorded: the machine's own count
+        assert torch.get_num_threads() == before
