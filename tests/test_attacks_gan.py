@@ -119,7 +119,9 @@ def test_gan_attack_on_digits_against_noise_and_the_class_mean(name, baselines, 
     assert rec.provenance["prior_trained_in_this_run"] in (True, False)
     ours = _report(rec.to_uint8().numpy(), rec.labels.numpy(), digits_target)
     noise, mean = baselines["noise"], baselines["mean"]
-    assert 19 < mean["fd_eval"] < 20 and 110 < noise["fd_eval"] < 120, (mean, noise)  # the baselines of the table
+    # the baselines of the table, in the features of the evaluation CNN retrained without the holdout
+    # (issue 21; with the earlier one they were 19.35 and ~115): 22.13 and 152.77
+    assert 21 < mean["fd_eval"] < 23 and 145 < noise["fd_eval"] < 160, (mean, noise)
     # every attack against noise, on the papers' metrics (measured: fd_eval <= 0.74x, acc +0.51..+0.89;
     # the thresholds leave room for another CPU's float order in KEDMI's short GAN training)
     assert ours["fd_eval"] < 0.85 * noise["fd_eval"], ours

@@ -71,7 +71,9 @@ def test_eval_feature_fid_against_pytorch_fid(digits):
     f_rec, f_tar = f_rec.numpy(), f_tar.numpy()
     reference = calculate_frechet_distance(f_rec.mean(0), np.cov(f_rec, rowvar=False), f_tar.mean(0), np.cov(f_tar, rowvar=False))
     got = eval_feature_fid(evaluator, rec, target.images)
-    assert got == pytest.approx(reference, rel=1e-6) and got > 0.1
+    # 1e-5: the target features may come from the per-process cache, computed in float32 in another
+    # batch or thread order than here (seen: 1.07e-6 relative under pytest-xdist)
+    assert got == pytest.approx(reference, rel=1e-5) and got > 0.1
     assert eval_feature_fid(evaluator, target.images, target.images) == pytest.approx(0.0, abs=1e-6)
 
 

@@ -53,6 +53,7 @@ DEFAULT_TRACK = "digits"
 # attack's run could have written is imported into this process afterwards.
 EVALUATOR_MODULES = ("tempfile", "reconbench.io", "reconbench.results", "reconbench.attack_source", "reconbench.signing",
                      "reconbench.console", "reconbench.hub", "reconbench.metrics.score", "reconbench.metrics.fid",
+                     "reconbench.metrics.leakage", "reconbench.metrics.membership",
                      "reconbench.metrics.classifier", "reconbench.metrics.download", "reconbench.metrics.feature_cache",
                      "reconbench.models", "reconbench.track_files", "reconbench.data.digits", "reconbench.zoo.loading",
                      "reconbench.surrogate.route", "scipy.linalg.blas", "huggingface_hub",

@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 from markupsafe import Markup
 
-from reconbench.leaderboard import baselines, cells, charts, downloads, leakage, matrix, seeds, text_board
+from reconbench.leaderboard import baselines, cells, charts, downloads, leakage, leakage_view, matrix, seeds, text_board
 from reconbench.leaderboard.leakage import LEAK_LABELS
 from reconbench.leaderboard.reproduction import record_for as reproduction_record
 from reconbench.leaderboard.frame import (
@@ -274,7 +274,7 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
             row["page"], "entry.md.j2", row=row, result=report.result, checks=list(report.checks or []),
             reproduction=record[2] if record else None,
             title=Path(row["page"]).parent.name, gallery=gallery, evidence=evidence,
-            leakage=leakage.entry_view(report, row, {**LEAK_LABELS, **LABELS}),
+            leakage=leakage_view.entry_view(report, row, {**LEAK_LABELS, **LABELS}),
             team_name=row["team_name"], team_links=list(getattr(team, "links", None) or []),
             team_contact=getattr(team, "contact", None), readme_text=getattr(report, "readme", None),
         )

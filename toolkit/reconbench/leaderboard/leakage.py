@@ -159,32 +159,6 @@ def distribution_figure(gap, metric: str, label: str) -> dict | None:
 PLOT_ORDER = ("ssim", "bleu", "similarity", "rouge_l", "psnr", "mse", "knn_dist")
 
 
-def entry_view(report, row: dict, labels: dict[str, str]) -> dict | None:
-    """What an entry page shows under "Leakage": every gap, the per-class gaps, the verdict and a
-    Plotly figure of the best-match distributions (target vs holdout) of its first metric in PLOT_ORDER."""
-    gaps = gap_values(row)
-    if not gaps:
-        return None
-    from reconbench.leaderboard.charts import chart_html
-
-    import plotly.graph_objects as go
-
-    raw = getattr(report, "gaps", {}) or {}
-    metric = next((m for m in PLOT_ORDER if m in raw and m in gaps), None)
-    figure = distribution_figure(raw.get(metric), metric, labels.get(metric, metric)) if metric else None
-    classes = per_class(row)
-    class_metrics = [m for m in ("ssim", "psnr", "mse", "lpips", "knn_dist") if m in classes]
-    keys = [k for k, _ in classes[class_metrics[0]]] if class_metrics else []
-    table = [dict(key=k, values={m: dict(classes[m]).get(k) for m in class_metrics}) for k in keys]
-    return dict(
-        gaps=gaps, verdict=row.get("verdict"), leaks=row.get("leaks"), holdout=row.get("holdout_sha256"),
-        per_class=table, class_metrics=class_metrics, metric=metric,
-        chart=chart_html(go.Figure(figure) if figure else None, f"leak-{row.get('entry_id', '')}",
-                         empty="The per-reconstruction best matches are not available in this build (built without "
-                               "re-scoring)."),
-    )
-
-
 def without_leakage(ranked_rows: pd.DataFrame) -> list[dict]:
     """Per dataset with ranked entries none of which leaks: how many (the home page says so)."""
     out = []

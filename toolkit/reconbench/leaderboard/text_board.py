@@ -22,7 +22,7 @@ from functools import lru_cache
 
 import pandas as pd
 
-from reconbench.leaderboard import leakage
+from reconbench.leaderboard import leakage, leakage_view
 from reconbench.leaderboard.frame import TRUST_RANK, UNRANKED, entry_folder, entry_page
 from reconbench.metrics.info import MetricInfo
 
@@ -278,7 +278,7 @@ def add_text_site(reports: list, pages, files: dict, nav: dict, frame: pd.DataFr
                    evidence=getattr(report, "evidence", None) or None, team_name=row["team_name"],
                    team_links=list(getattr(report.team_info, "links", None) or []),
                    team_contact=getattr(report.team_info, "contact", None), readme_text=getattr(report, "readme", None),
-                   leakage=leakage.entry_view(report, row, TEXT_LABELS) if row["trust"] != "failed" else None)
+                   leakage=leakage_view.entry_view(report, row, TEXT_LABELS) if row["trust"] != "failed" else None)
     return frame
 
 
