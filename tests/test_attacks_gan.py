@@ -272,3 +272,19 @@ def test_attack_facts_are_bounded_and_absent_facts_stay_out_of_the_signed_form()
     for bad in ({f"k{i}": 1 for i in range(33)}, {"k": "x" * 2001}, {"k" * 81: 1}, {"k": [1]}):
         with pytest.raises(ValidationError):
             Provenance(**base, attack_facts=bad)
+
+
+def test_the_prior_key_depends_on_the_cpu_thread_count():
+    """A prior trained with another thread count is another prior: it is never reused as this one."""
+    from reconbench.attacks.gan.cache import prior_key
+
+    spec = {"aux": "abc", "arch": "digits-8", "seed": 0}
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = prior_key(spec)
+        torch.set_num_threads(2)
+        two = prior_key(spec)
+    finally:
+        torch.set_num_threads(before)
+    assert one != two and prior_key(spec) == prior_key(dict(spec))

@@ -43,7 +43,11 @@ def model_digest(model: nn.Module) -> str:
 
 
 def prior_key(spec: dict) -> str:
-    return hashlib.sha256(json.dumps({"format": FORMAT, **spec}, sort_keys=True).encode()).hexdigest()
+    """The spec and this process's CPU thread count: a prior trained on the CPU with another count sums in
+    another order, so reusing it would not reproduce a run (a KEDMI and a Revealer example re-ran
+    differently from a cached prior that other runs had written under the same key)."""
+    key = {"format": FORMAT, **spec, "cpu_threads": torch.get_num_threads()}
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
 
 
 @dataclass
