@@ -113,13 +113,19 @@ def test_a_tampered_check_record_is_recomputed(board, tmp_path, calls, how):
     assert calls["rescore"] == 2
 
 
-def test_tampered_features_cannot_hide_a_near_duplicate(board, tmp_path):
-    cache = ValidationCache(tmp_path / "cache")
+def near_twin(board):
+    """Another team's copy of the board's entry with one pixel of each image changed."""
     images, labels = load_reconstructions(board.recon)
     twin = board.root / "beta" / "digits-mine-really"
     shutil.copytree(board.entry, twin)
     replace_images(board, flip_one_pixel(images, seed=1), labels, entry=twin, key=board.beta_key,
                    entry_id="digits-mine-really")
+    return twin
+
+
+def test_tampered_features_cannot_hide_a_near_duplicate(board, tmp_path):
+    cache = ValidationCache(tmp_path / "cache")
+    twin = near_twin(board)
     first = board.validate(cache=cache).entries
     check = failure(next(r for r in first if r.path == twin))
     assert check.name == "duplicates" and board.entry.name in check.message
@@ -150,11 +156,7 @@ def test_the_near_duplicate_answer_is_reused_only_for_the_same_board(board, tmp_
     real = duplicates.first_near_duplicate
     monkeypatch.setattr(duplicates, "first_near_duplicate", lambda *a, **k: searches.append(1) or real(*a, **k))
     cache = ValidationCache(tmp_path / "cache")
-    images, labels = load_reconstructions(board.recon)
-    twin = board.root / "beta" / "digits-mine-really"
-    shutil.copytree(board.entry, twin)
-    replace_images(board, flip_one_pixel(images, seed=1), labels, entry=twin, key=board.beta_key,
-                   entry_id="digits-mine-really")
+    twin = near_twin(board)
     board.resign(lambda p: p["provenance"].update(seed=p["provenance"]["seed"] + 1), key=board.beta_key, entry=twin)  # not a re-run of alpha's
     first = failure(next(r for r in board.validate(cache=cache).entries if r.path == twin))
     assert first.name == "duplicates" and len(searches) == 1  # the original has nothing earlier to compare
