@@ -92,3 +92,30 @@ def test_evaluate_runs_offline_on_a_fashion_track(tmp_path, signing_key, monkeyp
     payload = json.loads((out / "result.json").read_text())["payload"]
     assert payload["track"] == "fashion-n100" and payload["reconstructions"]["shape"] == [1, 32, 32]
     assert payload["reconstructions"]["count"] == 100 and "acc_top1" in payload["metrics"]
+
+
+def test_weight_files_are_the_same_bytes_whatever_order_the_metadata_comes_in(tmp_path):
+    """safetensors writes metadata in a Rust HashMap's per-process order; save_model sorts it, so a
+    rebuild's sha256 does not depend on the process (the cause of a rebuild that matched half the time)."""
+    import subprocess
+    import sys
+
+    from reconbench.io import sha256_file
+    from reconbench.models.registry import build_model, load_model, save_model
+
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    model = build_model("scnn", num_classes=10, width=8)
+    save_model(model, tmp_path / "a.safetensors", metadata={"architecture": "scnn", "recipe": "r", "z": "1"})
+    save_model(model, tmp_path / "b.safetensors", metadata={"z": "1", "recipe": "r", "architecture": "scnn"})
+    assert sha256_file(tmp_path / "a.safetensors") == sha256_file(tmp_path / "b.safetensors")
+    # other processes (another HashMap seed each) write it again with the same bytes
+    script = ("import sys, torch; from safetensors.torch import load_file, save_file; "
+              "from reconbench.io import sort_safetensors_metadata as s; "
+              "save_file(load_file(sys.argv[1]), sys.argv[2], metadata={'architecture': 'scnn', 'recipe': 'r', 'z': '1'}); s(sys.argv[2])")
+    for i in range(4):
+        out = tmp_path / f"p{i}.safetensors"
+        subprocess.run([sys.executable, "-c", script, str(tmp_path / "a.safetensors"), str(out)], check=True)
+        assert sha256_file(out) == sha256_file(tmp_path / "a.safetensors"), i
+    again = load_model("scnn", tmp_path / "a.safetensors", num_classes=10, width=8)
+    assert all(torch.equal(x, y) for x, y in zip(again.state_dict().values(), model.state_dict().values()))

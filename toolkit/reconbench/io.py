@@ -85,9 +85,27 @@ def write_json(path: Path, obj: object) -> None:
         tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, allow_nan=False) + "\n", encoding="utf-8")
 
 
+def sort_safetensors_metadata(path: Path) -> None:
+    """Rewrite a safetensors file's header with its metadata keys sorted. safetensors serialises the
+    metadata from a Rust HashMap, whose order changes from one process to the next: without this,
+    two runs of the same recipe write the same weights under headers that differ, and the pinned
+    sha256 of a shipped file matches a rebuild only half the time."""
+    raw = Path(path).read_bytes()
+    size = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8 : 8 + size])
+    meta = header.pop("__metadata__", None)
+    if not meta:
+        return
+    ordered = {"__metadata__": dict(sorted(meta.items())), **header}
+    text = json.dumps(ordered, separators=(",", ":"), ensure_ascii=False).encode()
+    text += b" " * (-len(text) % 8)  # the format pads its header to 8 bytes with spaces
+    Path(path).write_bytes(len(text).to_bytes(8, "little") + text + raw[8 + size :])
+
+
 def save_arrays(path: Path, arrays: dict[str, np.ndarray], metadata: dict[str, str] | None = None) -> None:
     with atomic_path(path) as tmp:
         save_file({k: np.ascontiguousarray(v) for k, v in arrays.items()}, str(tmp), metadata=metadata)
+        sort_safetensors_metadata(tmp)
 
 
 def load_arrays(path: Path, required: dict[str, type] | None = None) -> dict[str, np.ndarray]:

@@ -10,7 +10,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from reconbench.io import FileFormatError, atomic_path
+from reconbench.io import FileFormatError, atomic_path, sort_safetensors_metadata
 from reconbench.models.eval_cnn import EvalCNN
 from reconbench.models.gmi_mnist import MCNN, SCNN
 from reconbench.models.small import HomogeneousMLP, SmallCNN
@@ -45,6 +45,7 @@ def save_model(model: nn.Module, path: Path, metadata: dict[str, str] | None = N
     state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     with atomic_path(Path(path)) as tmp:
         save_file(state, str(tmp), metadata=metadata)
+        sort_safetensors_metadata(tmp)
 
 
 def load_model(arch: str, path: Path, device: str | torch.device = "cpu", **kwargs) -> nn.Module:
