@@ -166,3 +166,22 @@ def test_lpips_fid_and_prdc_are_scored_against_the_holdout_too(digits, tmp_path)
     assert fid.gap > 0
     prec = report.membership["prdc_precision"]
     assert prec.status == "computed" and prec.gap == pytest.approx(prec.vs_target - prec.vs_holdout)
+
+
+def test_a_reconstruction_of_a_class_the_pools_lack_gets_no_test_not_a_crash(digits):
+    """One update image (a batch-1 dynamic cell) of class 0, a reconstruction labelled 3: no pool to tell
+    apart, so no gap is tested and the note says why (an evaluate once crashed here after the attack ran)."""
+    track, splits, holdout = digits
+    one = np.flatnonzero(splits.target.labels == 0)[:1]
+    other = np.flatnonzero(holdout.labels == 0)[:1]
+    report = score(splits.target.images[one], np.array([3]), splits.target.images[one], splits.target.labels[one],
+                   lpips=False, fid=False, track=track, holdout_images=holdout.images[other],
+                   holdout_labels=holdout.labels[other])
+    for name in ("mse", "psnr", "ssim"):
+        g = report.membership[name]
+        assert g.status == "not_applicable" and "nothing to test" in g.note, (name, g)
+    # the same image labelled with its own class is a member: a positive gap
+    same = score(splits.target.images[one], np.array([0]), splits.target.images[one], splits.target.labels[one],
+                 lpips=False, fid=False, track=track, holdout_images=holdout.images[other],
+                 holdout_labels=holdout.labels[other])
+    assert same.membership["ssim"].gap > 0

@@ -59,7 +59,7 @@ def image_groups(matrix_of, rec_y, tar_y, hold_y, larger_is_better: bool) -> lis
     return groups
 
 
-def kernel_gap(kernel, rec, rec_y, tar, tar_y, hold, hold_y, device: str = "cpu", permutations: int = PERMUTATIONS) -> Gap:
+def kernel_gap(kernel, rec, rec_y, tar, tar_y, hold, hold_y, device: str = "cpu", permutations: int = PERMUTATIONS) -> Gap | None:
     """The gap of one pairwise kernel (uint8 tensors on the CPU, int64 numpy labels)."""
 
     def matrix(r, t, h):
@@ -71,7 +71,7 @@ def kernel_gap(kernel, rec, rec_y, tar, tar_y, hold, hold_y, device: str = "cpu"
 
 
 def mse_and_psnr_gaps(kernel, rec, rec_y, tar, tar_y, hold, hold_y, device: str = "cpu",
-                      permutations: int = PERMUTATIONS) -> tuple[Gap, Gap]:
+                      permutations: int = PERMUTATIONS) -> tuple[Gap | None, Gap | None]:
     """MSE's gap and PSNR's (per pair psnr_from_mse of the same MSE matrix: one pass for both)."""
     cache: dict[int, np.ndarray] = {}
 
@@ -90,7 +90,7 @@ def mse_and_psnr_gaps(kernel, rec, rec_y, tar, tar_y, hold, hold_y, device: str 
 
 
 def feature_gap(rec_f: torch.Tensor, rec_y, tar_f: torch.Tensor, tar_y, hold_f: torch.Tensor, hold_y,
-                permutations: int = PERMUTATIONS) -> Gap:
+                permutations: int = PERMUTATIONS) -> Gap | None:
     """knn_dist's gap: squared L2 distances in the evaluation classifier's feature space (classifier.py).
 
     A reconstruction whose class has no target scores its farthest target in classifier.py; here it
@@ -105,6 +105,8 @@ def feature_gap(rec_f: torch.Tensor, rec_y, tar_f: torch.Tensor, tar_y, hold_f: 
     return membership_gap(groups, False, permutations=permutations)
 
 
+NO_POOL = ("no reconstruction is labelled with a class that the target and holdout images have (e.g. one update "
+           "image, reconstructed with another label): nothing to test")
 PRDC_HIGHER = {"prdc_precision": True, "prdc_recall": True, "prdc_density": True, "prdc_coverage": True}
 
 
@@ -121,7 +123,7 @@ def membership_report(metrics, rec, rec_y, tar, tar_y, hold, hold_y, *, device: 
     out: dict = {}
 
     def put(name, gap):
-        out[name] = (GapResult.of(gap), gap)
+        out[name] = (GapResult.of(gap), gap) if gap is not None else (GapResult.not_applicable(NO_POOL), None)
 
     mse, psnr = mse_and_psnr_gaps(MSEKernel(shape), rec, ry, tar, ty, hold, hy, device, permutations)
     put("mse", mse)
@@ -184,4 +186,5 @@ def mirrored_gaps(rec, rec_y, tar, tar_y, hold, hold_y, *, shape, device: str = 
     flipped = torch.flip(rec, dims=[3]).contiguous()
     mse, _ = mse_and_psnr_gaps(MSEKernel(shape), flipped, ry, tar, ty, hold, hy, device)
     ssim = kernel_gap(SSIMKernel(shape, device=device), flipped, ry, tar, ty, hold, hy, device)
-    return {"mse": GapResult.of(mse), "ssim": GapResult.of(ssim)}
+    return {name: GapResult.of(g) if g is not None else GapResult.not_applicable(NO_POOL)
+            for name, g in (("mse", mse), ("ssim", ssim))}
