@@ -178,6 +178,8 @@ def test_estimate_prices_the_gan_attacks_and_the_dfme_surrogate_on_the_grid_trac
     small = [job_hours(Job(t, "plg-mi", cell, 0, "paper"), cache) for t in ("cifar10-resnet18-n1000", "mnist-vgg16-n1000")]
     assert all(0 < h < plg for h in small), small  # a 32x32 GAN costs less than a 64x64 one
     assert job_hours(Job("celeba-resnet18-n1000", "my.py:Mine", cell, 0, "paper"), cache) is None
+    # a track outside the zoo's grid (the findings grid's Fashion-MNIST tracks) is listed, not priced
+    assert job_hours(Job("fashion-n100", "plg-mi", cell, 0, "quick"), cache) is None
 
 
 @pytest.mark.parametrize("text, message", [

@@ -148,6 +148,7 @@ def job_hours(job, flops_cache: dict) -> float | None:
     from reconbench.attacks import ATTACKS, AttackError
     from reconbench.scenario import Scenario
     from reconbench.tracks import get_track
+    from reconbench.zoo import ZooError
 
     cls = ATTACKS.get(job.attack)  # a user's file.py:Class is never imported here: not estimated
     if cls is None or cls.name not in PHASES:
@@ -167,6 +168,8 @@ def job_hours(job, flops_cache: dict) -> float | None:
         elif surrogate is not None:
             return None
     except AttackError:  # no network of this attack at the track's image size
+        return None
+    except ZooError:  # a track outside the zoo's grid (digits, Fashion-MNIST): no recipe to count, not guessed
         return None
     seconds = sum(steps * max(per_step / (SUSTAINED_TFLOPS * 1e12), STEP_FLOOR_S) for steps, per_step in phases)
     return seconds / 3600
