@@ -127,3 +127,12 @@ def test_the_reader_sees_lazy_imports_and_ignores_type_checking(tmp_path):
     assert "reconbench.zoo.loading" in g["reconbench.track_files"]  # imported inside load_splits
     assert "reconbench.data.arrays" not in g["reconbench.track_files"]  # only under TYPE_CHECKING
     assert "reconbench.track_files" not in g["reconbench.tracks"] and "reconbench.zoo.loading" not in g["reconbench.tracks"]
+
+
+def test_the_board_reads_the_attack_catalogue_never_attack_code():
+    """The leaderboard learns attack names and papers from reconbench.catalogue (issue 25, item 3)."""
+    g = graph()
+    bad = {m: sorted(d for d in deps if d == "reconbench.attacks" or d.startswith("reconbench.attacks."))
+           for m, deps in g.items() if m.startswith("reconbench.leaderboard")}
+    bad = {m: d for m, d in bad.items() if d}
+    assert not bad, f"board modules importing attack code: {bad}"

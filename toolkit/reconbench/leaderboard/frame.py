@@ -89,7 +89,7 @@ def _track_facts() -> dict[str, dict]:
 
 def entries_frame(reports: Iterable) -> pd.DataFrame:
     """EntryReport list (reconbench.submissions) -> DataFrame with COLUMNS, sorted by track then page."""
-    from reconbench.attacks import ATTACKS
+    from reconbench.catalogue import BY_NAME  # the board reads the catalogue, never attack code
 
     tracks = _track_facts()
     rows = []
@@ -118,7 +118,7 @@ def entries_frame(reports: Iterable) -> pd.DataFrame:
             row.update(
                 track=p.track, scenario=p.scenario, training=training, access=access, data=data,
                 attack=p.attack.name, attack_version=p.attack.version, family=p.attack.family,
-                paper=p.attack.paper, code=p.attack.code, registered=p.attack.name in ATTACKS,
+                paper=p.attack.paper, code=p.attack.code, registered=p.attack.name in BY_NAME,
                 config=json.dumps(p.attack.config, sort_keys=True, default=str),  # seed groups compare it
                 date=pd.Timestamp(prov.finished).tz_convert("UTC") if prov.finished.tzinfo else pd.Timestamp(prov.finished, tz="UTC"),
                 toolkit_version=prov.toolkit_version, git_commit=prov.git_commit, git_dirty=prov.git_dirty,
