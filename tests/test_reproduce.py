@@ -153,6 +153,22 @@ def test_over_the_time_budget_is_not_re_run(board):
     assert res.exit_code == 1 and "over the budget" in res.output
 
 
+def test_a_forged_huge_thread_count_is_refused_before_anything_runs(board):
+    """The re-run takes the entry's recorded CPU thread count (floating-point sums depend on it); a
+    forged count is refused above MAX_RERUN_THREADS instead of spawning that many threads here."""
+    import torch
+
+    from reconbench.reproduction.rerun import MAX_RERUN_THREADS
+
+    before = torch.get_num_threads()
+    board.resign(lambda p: p["provenance"].update(hardware=f"cpu, {MAX_RERUN_THREADS + 1} CPU threads"))
+    with pytest.raises(ReproduceError, match=f"records {MAX_RERUN_THREADS + 1} CPU threads"):
+        reproduce_entry(board.entry)
+    assert torch.get_num_threads() == before
+    res = CliRunner().invoke(app, ["reproduce", str(board.entry)])
+    assert res.exit_code == 1 and "CPU threads" in res.output and not (board.entry / RECORD_FILE).exists()
+
+
 # ---------------------------------------------------------------- issue 23: the record is checked, not believed
 
 def _forged_record(board, record, key=None, **changes):

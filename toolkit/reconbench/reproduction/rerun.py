@@ -125,8 +125,21 @@ def rerun(entry: Entry, out: Path, *, device: str = "cpu", max_seconds: float | 
     if max_seconds is not None and p.provenance.wall_seconds > max_seconds:
         raise ReproduceError(f"{entry.folder}: recorded wall time {p.provenance.wall_seconds:.0f} s is over the "
                              f"budget of {max_seconds:.0f} s; not re-run here")
+    threads = recorded_threads(p.provenance.hardware)
+    if threads is not None and threads > MAX_RERUN_THREADS:  # a forged count would spawn that many threads here
+        raise ReproduceError(f"{entry.folder}: the entry records {threads} CPU threads, more than the {MAX_RERUN_THREADS} "
+                             "a re-run takes; not re-run here")
     with _threads_of(p.provenance.hardware):
         return _rerun(entry, out, device=device, weights_dir=weights_dir, progress=progress)
+
+
+MAX_RERUN_THREADS = 256  # the largest CPU thread count a re-run takes from an entry (more: refused)
+
+
+def recorded_threads(hardware: str) -> int | None:
+    """The "N CPU threads" the run recorded in provenance.hardware, or None."""
+    found = re.search(r"(\d+) CPU threads", hardware or "")
+    return int(found.group(1)) if found else None
 
 
 @contextlib.contextmanager
@@ -136,10 +149,10 @@ def _threads_of(hardware: str):
     with 2, with or without the sandbox). The attack's process takes the evaluator's count."""
     import torch
 
-    found = re.search(r"(\d+) CPU threads", hardware or "")
+    threads = recorded_threads(hardware)
     before = torch.get_num_threads()
-    if found:
-        torch.set_num_threads(int(found.group(1)))
+    if threads:
+        torch.set_num_threads(threads)
     try:
         yield
     finally:
