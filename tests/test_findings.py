@@ -71,6 +71,17 @@ def test_latest_entry_counts_and_failed_ones_never():
     assert verdict("batchnorm", frame(*rows)).status == findings.FAILS
 
 
+def test_entries_without_verified_values_are_not_judged():
+    """Both sides present, but no verified metric (the board publishes none for an unchecked entry):
+    not testable, never 'does not hold'."""
+    cell = "static/white-box/none"
+    rows = frame(entry("fashion-n100", "deepinversion", cell), entry("fashion-n100-bn-frozen", "deepinversion", cell),
+                 entry("fashion-n100", "deepinversion", "static/black-box/none"))
+    for key in ("batchnorm", "access"):
+        v = verdict(key, rows)
+        assert v.status == findings.UNTESTABLE and "verified" in v.reason, key
+
+
 def test_membership_claim_and_table_read_the_result_files(tmp_path):
     cell = "static/white-box/same"
     rows = []

@@ -239,7 +239,7 @@ def white_box_beats_stealing(frame: pd.DataFrame) -> Verdict:
         return _missing(f"DeepInversion white-box and through a DFME surrogate on {track}")
     wins, compared, said = _compare("white-box", wb, "black-box via DFME", bb)
     table = [_line("deepinversion, white-box", wb), _line("deepinversion through a DFME-stolen surrogate", bb)]
-    return Verdict(HOLDS if compared and wins == compared else FAILS, ", ".join(said), table)
+    return _judged(wins, compared, said, table)
 
 
 def batchnorm_statistics_matter(frame: pd.DataFrame) -> Verdict:
@@ -249,7 +249,15 @@ def batchnorm_statistics_matter(frame: pd.DataFrame) -> Verdict:
         return _missing("DeepInversion on fashion-n100 and fashion-n100-bn-frozen")
     wins, compared, said = _compare("BN updated", updated, "BN fixed", fixed)
     table = [_line("BatchNorm updated (fashion-n100)", updated), _line("BatchNorm fixed (fashion-n100-bn-frozen)", fixed)]
-    return Verdict(HOLDS if compared and wins == compared else FAILS, ", ".join(said), table)
+    return _judged(wins, compared, said, table)
+
+
+def _judged(wins: int, compared: int, said: list[str], table: list[dict]) -> Verdict:
+    """Holds when the first side wins every metric both sides have; with no such metric (values not
+    verified yet: a held or unchecked entry publishes none) nothing is compared and nothing is judged."""
+    if not compared:
+        return Verdict(UNTESTABLE, "the entries are there, but no metric of both is verified yet", table)
+    return Verdict(HOLDS if wins == compared else FAILS, ", ".join(said), table)
 
 
 CLAIMS = (
