@@ -95,6 +95,14 @@ def test_membership_claim_and_table_read_the_result_files(tmp_path):
     v = {c.key: v for c, v in results}["memorization"]
     assert v.status == findings.HOLDS and "+0.0500 → +0.0100" in v.reason
     assert [g["significant"] for g in gaps] == [["knn_dist", "ssim"], []]
+    # the same order with no significant gap at any size is noise: not judged
+    for folder in (tmp_path / "fashion-n100", tmp_path / "fashion-n1000"):
+        data = json.loads((folder / "result.json").read_text())
+        data["payload"]["membership"]["metrics"]["ssim"]["p"] = 0.3
+        (folder / "result.json").write_text(json.dumps(data))
+    results, _ = findings.verdicts(frame(*rows))
+    v = {c.key: v for c, v in results}["memorization"]
+    assert v.status == findings.UNTESTABLE and "no size shows a significant SSIM gap" in v.reason
 
 
 def test_gan_attacks_against_the_per_class_aux_mean():

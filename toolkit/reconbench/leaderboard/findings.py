@@ -183,22 +183,28 @@ def coverage_falls_with_size(frame: pd.DataFrame) -> Verdict:
 
 
 def smaller_sets_leak_more(frame: pd.DataFrame, gaps: dict) -> Verdict:
-    table, holds, tested, said = [], 0, 0, []
+    table, holds, tested, said, inconclusive = [], 0, 0, [], []
     for (attack, cell), points in _series(frame).items():
         measured = []
         for t, r in points:
             entry = _entry(r)
             gap = gaps.get(entry["page"], {}).get("ssim")
             if gap is not None:
-                measured.append((t, gap["value"]))
+                measured.append((t, gap["value"], gap.get("p")))
                 table.append(dict(label=f"{attack} ({cell}) on {t}", entry=entry,
                                   values={"ssim_gap": gap["value"], "ssim_gap_p": gap.get("p")}))
         if len(measured) < 2:
             continue
+        if not any(p is not None and p < ALPHA for _, _, p in measured):  # differences of noise: no ordering
+            inconclusive.append(f"{attack}: SSIM gap " + " → ".join(f"{g:+.4f} (p {p:.2g})" for _, g, p in measured))
+            continue
         tested += 1
         shrinks = measured[0][1] > measured[-1][1]
         holds += shrinks
-        said.append(f"{attack}: SSIM gap " + " → ".join(f"{g:+.4f}" for _, g in measured))
+        said.append(f"{attack}: SSIM gap " + " → ".join(f"{g:+.4f}" for _, g, _ in measured))
+    if not tested and inconclusive:
+        return Verdict(UNTESTABLE, "no size shows a significant SSIM gap (p < " + f"{ALPHA:g}" + "), so the order of the "
+                       "gaps is noise: " + "; ".join(inconclusive), table)
     if not tested:
         return Verdict(UNTESTABLE, "needs the membership gap of one attack at two or more of " + ", ".join(SIZES)
                        + " (the SoK measures closeness with a GPT-4o judge, which is not run here; the gap "
