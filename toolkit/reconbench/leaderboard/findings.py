@@ -203,8 +203,8 @@ def smaller_sets_leak_more(frame: pd.DataFrame, gaps: dict) -> Verdict:
         holds += shrinks
         said.append(f"{attack}: SSIM gap " + " → ".join(f"{g:+.4f}" for _, g, _ in measured))
     if not tested and inconclusive:
-        return Verdict(UNTESTABLE, "no size shows a significant SSIM gap (p < " + f"{ALPHA:g}" + "), so the order of the "
-                       "gaps is noise: " + "; ".join(inconclusive), table)
+        return Verdict(UNTESTABLE, f"no size shows a significant SSIM gap (p < {ALPHA:g}), so the order of the gaps "
+                       "is noise: " + "; ".join(inconclusive), table)
     if not tested:
         return Verdict(UNTESTABLE, "needs the membership gap of one attack at two or more of " + ", ".join(SIZES)
                        + " (the SoK measures closeness with a GPT-4o judge, which is not run here; the gap "

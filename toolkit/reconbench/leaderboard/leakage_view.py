@@ -7,6 +7,7 @@ from __future__ import annotations
 from reconbench.leaderboard.charts import chart_html
 from reconbench.leaderboard.leakage import PLOT_ORDER, distribution_figure, gap_values, per_class
 
+
 def entry_view(report, row: dict, labels: dict[str, str]) -> dict | None:
     """What an entry page shows under "Leakage": every gap, the per-class gaps, the verdict and a
     Plotly figure of the best-match distributions (target vs holdout) of its first metric in PLOT_ORDER."""

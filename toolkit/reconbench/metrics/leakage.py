@@ -107,6 +107,14 @@ def feature_gap(rec_f: torch.Tensor, rec_y, tar_f: torch.Tensor, tar_y, hold_f: 
 
 NO_POOL = ("no reconstruction is labelled with a class that the target and holdout images have (e.g. one update "
            "image, reconstructed with another label): nothing to test")
+
+
+def _result(gap: Gap | None):
+    """The published GapResult of a membership_gap answer (None: no pool, so not applicable)."""
+    from .report import GapResult
+
+    return GapResult.of(gap) if gap is not None else GapResult.not_applicable(NO_POOL)
+
 PRDC_HIGHER = {"prdc_precision": True, "prdc_recall": True, "prdc_density": True, "prdc_coverage": True}
 
 
@@ -123,7 +131,7 @@ def membership_report(metrics, rec, rec_y, tar, tar_y, hold, hold_y, *, device: 
     out: dict = {}
 
     def put(name, gap):
-        out[name] = (GapResult.of(gap), gap) if gap is not None else (GapResult.not_applicable(NO_POOL), None)
+        out[name] = (_result(gap), gap)
 
     mse, psnr = mse_and_psnr_gaps(MSEKernel(shape), rec, ry, tar, ty, hold, hy, device, permutations)
     put("mse", mse)
@@ -179,12 +187,10 @@ def mirrored_gaps(rec, rec_y, tar, tar_y, hold, hold_y, *, shape, device: str = 
     forger, yet on 8x8 digits it is no nearer its target than any digit of its class (measured: SSIM
     gap -0.006 for the 500 targets mirrored), so the unmirrored gap alone would let it rank."""
     from .pixel import MSEKernel
-    from .report import GapResult
     from .ssim import SSIMKernel
 
     ry, ty, hy = (np.asarray(y.numpy() if hasattr(y, "numpy") else y, dtype=np.int64) for y in (rec_y, tar_y, hold_y))
     flipped = torch.flip(rec, dims=[3]).contiguous()
     mse, _ = mse_and_psnr_gaps(MSEKernel(shape), flipped, ry, tar, ty, hold, hy, device)
     ssim = kernel_gap(SSIMKernel(shape, device=device), flipped, ry, tar, ty, hold, hy, device)
-    return {name: GapResult.of(g) if g is not None else GapResult.not_applicable(NO_POOL)
-            for name, g in (("mse", mse), ("ssim", ssim))}
+    return {"mse": _result(mse), "ssim": _result(ssim)}

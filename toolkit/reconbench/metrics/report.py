@@ -114,9 +114,7 @@ class GapResult(BaseModel):
 
 
 def _p_note(gap) -> str | None:
-    if gap.p_method == "permutation":
-        return None
-    return f"p: {gap.p_method} (no permutation of {gap.permutations} reached the gap)"
+    return None if gap.p_method == "permutation" else f"p: {gap.p_method} (no permutation of {gap.permutations} reached the gap)"
 
 
 @dataclass(frozen=True)
