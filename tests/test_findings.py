@@ -12,12 +12,12 @@ from reconbench.leaderboard import findings
 from reconbench.leaderboard.frame import COLUMNS
 
 
-def entry(track, attack, scenario, date="2026-12-01", **metrics):
+def entry(track, attack, scenario, date="2026-12-01", budget="quick", **metrics):
     row = {c: np.nan for c in COLUMNS}
     training, access, data = scenario.split("/")
     row.update(track=track, attack=attack, scenario=scenario, training=training, access=access, data=data,
-               trust="re-scored", date=pd.Timestamp(date), page=f"entries/t/{track}-{attack}-{data}.md",
-               entry_dir="/nonexistent", config="{}")
+               trust="re-scored", date=pd.Timestamp(date), page=f"entries/t/{track}-{attack}-{data}-{budget}.md",
+               entry_dir="/nonexistent", config="{}", budget=budget)
     row.update(metrics)
     return row
 
@@ -69,6 +69,25 @@ def test_latest_entry_counts_and_failed_ones_never():
     assert verdict("batchnorm", frame(*rows)).status == findings.HOLDS  # the later, better entry counts
     rows[1]["trust"] = "failed"
     assert verdict("batchnorm", frame(*rows)).status == findings.FAILS
+
+
+def test_a_claim_compares_entries_of_one_budget_the_largest_it_can():
+    """A default run beside a quick one would measure the budget: each claim is judged on one
+    preset, the largest at which both sides exist, and the page says which."""
+    cell = "static/white-box/none"
+    quick = [entry("fashion-n100", "deepinversion", cell, ssim=0.1, knn_dist=5.0, acc_top1=0.1),
+             entry("fashion-n100-bn-frozen", "deepinversion", cell, ssim=0.2, knn_dist=2.0, acc_top1=0.5)]
+    v = verdict("batchnorm", frame(*quick))
+    assert (v.status, v.budget) == (findings.FAILS, "quick")
+    # A later default run of one side only: still judged on the quick pair, never default vs quick.
+    lone = entry("fashion-n100", "deepinversion", cell, date="2026-12-02", budget="default",
+                 ssim=0.9, knn_dist=0.1, acc_top1=0.9)
+    v = verdict("batchnorm", frame(*quick, lone))
+    assert (v.status, v.budget) == (findings.FAILS, "quick")
+    # Both sides at default: the default pair decides, whatever the quick pair says.
+    pair = entry("fashion-n100-bn-frozen", "deepinversion", cell, budget="default", ssim=0.3, knn_dist=1.0, acc_top1=0.6)
+    v = verdict("batchnorm", frame(*quick, lone, pair))
+    assert (v.status, v.budget) == (findings.HOLDS, "default") and "0.9" in v.reason
 
 
 def test_entries_without_verified_values_are_not_judged():

@@ -24,7 +24,7 @@ BADGES_DIR = f"{DOWNLOADS_DIR}/badges"
 EXPORT = [
     "team", "team_name", "entry_id", "trust", "track", "dataset", "architecture", "train_size", "target_size",
     "scenario", "training", "access", "data", "attack", "attack_version", "family", "paper", "code", "registered",
-    "date", "toolkit_version", "git_commit", "git_dirty", "seed", "device", "hardware", "command", "wall_seconds",
+    "budget", "date", "toolkit_version", "git_commit", "git_dirty", "seed", "device", "hardware", "command", "wall_seconds",
     "queries", "count", "seed_group",
     "position", "held_reason",
     # `<m>`: the verified value (recomputed by CI, or reproduced), the only one that ranks;

@@ -37,7 +37,7 @@ COLUMNS = [
     "team", "team_name", "entry_id", "entry_dir", "page", "gallery", "trust", "trust_rank",
     "track", "dataset", "architecture", "train_size", "target_size",
     "scenario", "training", "access", "data",
-    "attack", "attack_version", "family", "paper", "code", "registered", "config",
+    "attack", "attack_version", "family", "paper", "code", "registered", "config", "budget",
     "date", "toolkit_version", "git_commit", "git_dirty", "seed", "device", "hardware", "command",
     "wall_seconds", "queries", "count",
     "attack_label", "held_reason", "position",
@@ -120,6 +120,7 @@ def entries_frame(reports: Iterable) -> pd.DataFrame:
                 attack=p.attack.name, attack_version=p.attack.version, family=p.attack.family,
                 paper=p.attack.paper, code=p.attack.code, registered=p.attack.name in BY_NAME,
                 config=json.dumps(p.attack.config, sort_keys=True, default=str),  # seed groups compare it
+                budget=p.attack.budget,
                 date=pd.Timestamp(prov.finished).tz_convert("UTC") if prov.finished.tzinfo else pd.Timestamp(prov.finished, tz="UTC"),
                 toolkit_version=prov.toolkit_version, git_commit=prov.git_commit, git_dirty=prov.git_dirty,
                 seed=prov.seed, device=prov.device, hardware=prov.hardware, command=prov.command,
