@@ -90,6 +90,17 @@ def test_a_claim_compares_entries_of_one_budget_the_largest_it_can():
     assert (v.status, v.budget) == (findings.HOLDS, "default") and "0.9" in v.reason
 
 
+def test_a_claim_between_attacks_takes_each_at_its_largest_budget():
+    """Updates-Leak's default takes hours here while Deep-Leakage's fits: the claim between them
+    compares each attack's largest run, and a quick run of an attack that has a default one is unused."""
+    upd, dlg = "dynamic/black-box/same", "dynamic/white-box/none"
+    rows = [entry("fashion-n1000-u8", "updates-leak", upd, ssim=0.30, mse=0.01),
+            entry("fashion-n1000-u8", "deep-leakage", dlg, ssim=0.90, mse=0.001),  # quick: not used
+            entry("fashion-n1000-u8", "deep-leakage", dlg, date="2026-11-30", budget="default", ssim=0.10, mse=0.05)]
+    v = verdict("updates", frame(*rows))
+    assert (v.status, v.budget) == (findings.HOLDS, "each attack's largest")
+
+
 def test_entries_without_verified_values_are_not_judged():
     """Both sides present, but no verified metric (the board publishes none for an unchecked entry):
     not testable, never 'does not hold'."""
