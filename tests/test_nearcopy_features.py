@@ -35,3 +35,22 @@ def test_structure_features_equal_the_reference(shift):
     got = structure_features(x, shift).numpy()
     assert np.allclose(got, ref, atol=1e-12)
     assert np.abs(got[-2:]).max() < 1e-3  # a constant image: (nearly) zeros, distance ~1 to everything
+
+
+def test_public_spaces_kept_are_bounded_and_their_thresholds_outlive_them(monkeypatch):
+    """A whole-board validation walks every track: the public Spaces (~1.4 GB each on Fashion-MNIST)
+    are kept for the last SPACES_KEPT tracks only, and a dropped one is rebuilt equal."""
+    from reconbench.submissions import nearcopy
+    from reconbench.tracks import get_track
+
+    monkeypatch.setattr(nearcopy, "_SPACES", type(nearcopy._SPACES)())
+    monkeypatch.setattr(nearcopy, "SPACES_KEPT", 2)
+    tracks = [get_track(t) for t in ("digits", "digits-mlp", "digits-binary-mlp")]
+    first = nearcopy.public_space(tracks[0])
+    for t in tracks[1:]:
+        nearcopy.public_space(t)
+    assert [k[0] for k in nearcopy._SPACES] == ["digits-mlp", "digits-binary-mlp"]
+    assert nearcopy.public_thresholds(tracks[0]) == first[1]  # from _THRESHOLDS, no Space rebuilt
+    again = nearcopy.public_space(tracks[0])
+    assert again[0] is not first[0] and torch.equal(again[0].features[4], first[0].features[4])
+    assert [k[0] for k in nearcopy._SPACES] == ["digits-binary-mlp", "digits"]

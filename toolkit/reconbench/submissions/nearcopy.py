@@ -28,6 +28,7 @@ change or a one-pixel shift 100%.
 from __future__ import annotations
 
 import hashlib
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -178,7 +179,10 @@ def calibrate(images: np.ndarray) -> Thresholds:
                       pool_sha256=pool_sha256(images))
 
 
-_SPACES: dict[tuple[str, str | None], tuple[Space, Thresholds]] = {}
+# A Fashion-MNIST public Space holds ~1.4 GB (nine shifted feature sets); a board's entries come
+# grouped by track (folder order), so a few recent tracks keep every hit without holding them all.
+SPACES_KEPT = 2
+_SPACES: OrderedDict[tuple[str, str | None], tuple[Space, Thresholds]] = OrderedDict()
 _THRESHOLDS: dict[tuple[str, str | None], Thresholds] = {}
 
 
@@ -208,10 +212,15 @@ def public_space(track) -> tuple[Space, Thresholds]:
     from reconbench.submissions.checks.copies import public_pool
 
     key = (track.id, track.target_set_sha256)
-    if key not in _SPACES:
+    if key in _SPACES:
+        _SPACES.move_to_end(key)
+    else:
         images = public_pool(track)
         thresholds = _THRESHOLDS.get(key) or _recorded(track, images) or calibrate(images)
+        _THRESHOLDS[key] = thresholds  # kept when the Space is dropped
         _SPACES[key] = (Space(images), thresholds)
+        while len(_SPACES) > SPACES_KEPT:
+            _SPACES.popitem(last=False)
     return _SPACES[key]
 
 
