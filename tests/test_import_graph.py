@@ -108,6 +108,52 @@ def cycles(g: dict[str, set[str]]) -> list[list[str]]:
 
 
 
+# The layers, bottom first (docs/architecture.md, "Layers"): a module may import its own layer and
+# the layers below, never one above. The longest matching prefix places a module; a helper that
+# lives in a higher folder but imports nothing above its use (the Ray helpers, the copy rules) is
+# placed by name. Every module must be placed: a new one gets its layer here.
+LAYERS = (
+    ("core", ("reconbench._version", "reconbench.errors", "reconbench.io", "reconbench.cache", "reconbench.threads",
+              "reconbench.signing", "reconbench.scenario", "reconbench.tracks", "reconbench.catalogue",
+              "reconbench.console", "reconbench.attack_source", "reconbench.sweep.cluster")),
+    ("modalities", ("reconbench.data", "reconbench.models", "reconbench.zoo", "reconbench.hub", "reconbench.track_files",
+                    "reconbench.knowledge", "reconbench.dynamic", "reconbench.queries", "reconbench.attacks",
+                    "reconbench.metrics", "reconbench.results", "reconbench.text", "reconbench.submissions.nearcopy",
+                    "reconbench.submissions.textcopy")),
+    ("pipeline", ("reconbench.evaluation", "reconbench.preflight", "reconbench.isolation", "reconbench.surrogate",
+                  "reconbench.text.evaluation")),
+    ("board", ("reconbench.submissions", "reconbench.reproduction", "reconbench.leaderboard", "reconbench.judge")),
+    ("command line", ("reconbench", "reconbench.api", "reconbench.cli", "reconbench.commands", "reconbench.sweep")),
+)
+
+
+def layer_of(module: str) -> int | None:
+    placed = [(len(prefix), i) for i, (_, prefixes) in enumerate(LAYERS) for prefix in prefixes
+              if module == prefix or module.startswith(prefix + ".")]
+    return max(placed)[1] if placed else None
+
+
+def test_every_module_has_a_layer():
+    unplaced = sorted(m for m in graph() if layer_of(m) is None)
+    assert not unplaced, f"modules without a layer (add them to LAYERS): {unplaced}"
+
+
+def test_imports_run_down_the_layers():
+    g = graph()
+    upward = sorted(f"{m} ({LAYERS[layer_of(m)][0]}) imports {d} ({LAYERS[layer_of(d)][0]})"
+                    for m, deps in g.items() for d in deps
+                    if None not in (layer_of(m), layer_of(d)) and layer_of(d) > layer_of(m))
+    assert not upward, "imports against the layer order:\n" + "\n".join(upward)
+
+
+def test_the_layer_rule_sees_an_upward_import():
+    """The rule itself: a board import from a metric module, or a command-line import from the
+    board, is against the order; the reverse is not."""
+    assert layer_of("reconbench.metrics.ssim") < layer_of("reconbench.leaderboard.build") < layer_of("reconbench.cli")
+    assert layer_of("reconbench.submissions.nearcopy") < layer_of("reconbench.submissions.checks.nearcopies")
+    assert layer_of("reconbench.text.evaluation") == layer_of("reconbench.evaluation") > layer_of("reconbench.text.tracks")
+
+
 def test_no_import_circles():
     found = cycles(graph())
     assert not found, "import circles:\n" + "\n".join(" <-> ".join(c) for c in found)

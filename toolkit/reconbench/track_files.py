@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from reconbench.tracks import Track, TrackError
 
 if TYPE_CHECKING:
+    import numpy as np
     import torch
     from torch import nn
 
@@ -114,3 +115,14 @@ def load_target_model(track: Track, device: str | torch.device = "cpu") -> nn.Mo
     from reconbench.models import load_model
 
     return load_model(track.architecture, model_file(track), device=device, **track.arch_kwargs)
+
+
+def public_pool(track: Track) -> np.ndarray:
+    """Every image of the track's dataset that the toolkit ships or downloads (uint8 N x C x H x W):
+    the pool the copy and near-copy rules compare reconstructions with."""
+    import numpy as np
+
+    splits = load_splits(track)
+    # update_holdout is drawn from holdout (data/arrays.py), so holdout covers both
+    parts = [splits.target, splits.update, splits.aux_same, splits.test, splits.holdout, splits.aux_similar]
+    return np.concatenate([p.images for p in parts if p is not None])

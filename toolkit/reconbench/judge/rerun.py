@@ -36,7 +36,7 @@ def plan_from_study(study: StudyFile, submissions: Path):
 def rerun_study(folder: Path, submissions: Path, endpoint, *, key_path: Path, reproducers: Path | None = None,
                 cache_dir: Path | None = None, progress=None) -> tuple[Path, RerunRecord]:
     """Re-run the study in `folder` against `endpoint` and write its signed rerun.json there."""
-    from reconbench import __version__
+    from reconbench._version import __version__
     from reconbench.judge.aggregate import aggregates
     from reconbench.judge.cache import AnswerCache
     from reconbench.judge.check import check_study

@@ -214,7 +214,7 @@ def near_copy_evidence(report, row: dict, files: dict) -> dict | None:
     from reconbench.leaderboard.frame import entry_evidence
     from reconbench.results import load_reconstructions
     from reconbench.submissions.nearcopy import HELD_SHARE
-    from reconbench.submissions.checks.copies import public_pool
+    from reconbench.track_files import public_pool
     from reconbench.tracks import TrackError, get_track
 
     try:

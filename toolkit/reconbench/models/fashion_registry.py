@@ -154,7 +154,7 @@ def with_near_copy(entry: dict, known: dict | None = None, calibrate_new: bool =
     """The row plus its near-copy thresholds, calibrated on the track's public pool (minutes on a
     CPU); `known` (pool sha256 -> thresholds already in the file) is reused when the pool is the
     same; calibrate_new=False leaves the others out (validation then calibrates on the fly)."""
-    from reconbench.submissions.checks.copies import public_pool
+    from reconbench.track_files import public_pool
     from reconbench.submissions.nearcopy import calibrate, pool_sha256
     from reconbench.tracks import Track
 

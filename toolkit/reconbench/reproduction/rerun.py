@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
-from reconbench import __version__
+from reconbench._version import __version__
 from reconbench.attack_source import ATTACK_DIR, is_file_attack, source_problem
 from reconbench.io import sha256_file
 from reconbench.reproduction import compare, tolerances

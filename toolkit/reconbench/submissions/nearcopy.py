@@ -192,7 +192,7 @@ def public_thresholds(track) -> Thresholds:
     if key in _SPACES:
         return _SPACES[key][1]
     if key not in _THRESHOLDS:
-        from reconbench.submissions.checks.copies import public_pool
+        from reconbench.track_files import public_pool
 
         images = public_pool(track)
         _THRESHOLDS[key] = _recorded(track, images) or calibrate(images)
@@ -209,7 +209,7 @@ def _recorded(track, images: np.ndarray) -> Thresholds | None:
 
 def public_space(track) -> tuple[Space, Thresholds]:
     """The track's public pool as a Space, and its thresholds (registry, else calibrated here)."""
-    from reconbench.submissions.checks.copies import public_pool
+    from reconbench.track_files import public_pool
 
     key = (track.id, track.target_set_sha256)
     if key in _SPACES:
@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     import json
     import sys
 
-    from reconbench.submissions.checks.copies import public_pool
+    from reconbench.track_files import public_pool
     from reconbench.tracks import all_tracks
 
     wanted = set(argv if argv is not None else sys.argv[1:])

@@ -38,7 +38,7 @@ def first_line(exc: BaseException) -> str:
 
 def job_command(job: Job, device: str) -> str:
     """The `recon-submit evaluate` line that reruns this job by hand (recorded in provenance)."""
-    from reconbench.cli import evaluate_command
+    from reconbench.api import evaluate_command
 
     sets = [f"{key}={json.dumps(value)}" for key, value in sorted(job.options.items())]
     return evaluate_command(job.track, job.attack, job.scenario, job.seed, device, sets, budget=job.budget or "default",

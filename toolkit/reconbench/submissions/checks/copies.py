@@ -27,21 +27,13 @@ from reconbench.submissions.checks.base import Check, CheckFailed, Context
 from reconbench.hub import HubError
 from reconbench.io import FileFormatError
 from reconbench.tracks import Track, TrackError
-from reconbench.track_files import load_splits
+from reconbench.track_files import load_splits, public_pool  # noqa: F401 - public_pool: also read from here
 
 COPY_MSE = 1e-4
 CHUNK_ELEMENTS = 1 << 23  # rows x pool entries per block: 64 MB of float64 distances at most
 SHOW = 10
 
 _POOLS: dict[tuple[str, str | None], torch.Tensor] = {}
-
-
-def public_pool(track: Track) -> np.ndarray:
-    """Every image of the track's dataset that the toolkit ships or downloads (uint8 N x C x H x W)."""
-    splits = load_splits(track)
-    # update_holdout is drawn from holdout (data/arrays.py), so holdout covers both
-    parts = [splits.target, splits.update, splits.aux_same, splits.test, splits.holdout, splits.aux_similar]
-    return np.concatenate([p.images for p in parts if p is not None])
 
 
 def _pool_tensor(track: Track, device: str) -> torch.Tensor:
