@@ -16,7 +16,7 @@ def entry(track, attack, scenario, date="2026-12-01", budget="quick", **metrics)
     row = {c: np.nan for c in COLUMNS}
     training, access, data = scenario.split("/")
     row.update(track=track, attack=attack, scenario=scenario, training=training, access=access, data=data,
-               trust="re-scored", date=pd.Timestamp(date), page=f"entries/t/{track}-{attack}-{data}-{budget}.md",
+               trust="reproduced", date=pd.Timestamp(date), page=f"entries/t/{track}-{attack}-{data}-{budget}.md",
                entry_dir="/nonexistent", config="{}", budget=budget)
     row.update(metrics)
     return row
@@ -69,6 +69,23 @@ def test_latest_entry_counts_and_failed_ones_never():
     assert verdict("batchnorm", frame(*rows)).status == findings.HOLDS  # the later, better entry counts
     rows[1]["trust"] = "failed"
     assert verdict("batchnorm", frame(*rows)).status == findings.FAILS
+
+
+def test_only_reproduced_entries_count():
+    """A re-scored entry's images may not come from the attack it names: a contributor could pick
+    images that flip a verdict. Only entries CI re-ran are read, in the claims and the gap table."""
+    cell = "static/white-box/none"
+    rows = [entry("fashion-n100", "deepinversion", cell, ssim=0.1, knn_dist=5.0, acc_top1=0.1),
+            entry("fashion-n100-bn-frozen", "deepinversion", cell, ssim=0.2, knn_dist=2.0, acc_top1=0.5)]
+    assert verdict("batchnorm", frame(*rows)).status == findings.FAILS
+    forged = entry("fashion-n100", "deepinversion", cell, date="2026-12-03", ssim=0.9, knn_dist=0.1, acc_top1=0.9)
+    forged["trust"] = "re-scored"
+    assert verdict("batchnorm", frame(*rows, forged)).status == findings.FAILS
+    forged["trust"] = "reproduced"
+    assert verdict("batchnorm", frame(*rows, forged)).status == findings.HOLDS
+    rows[0]["trust"] = "re-scored"
+    _, gaps = findings.verdicts(frame(*rows))
+    assert [g["entry"]["track"] for g in gaps] == ["fashion-n100-bn-frozen"]
 
 
 def test_a_claim_compares_entries_of_one_budget_the_largest_it_can():

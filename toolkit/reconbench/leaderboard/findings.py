@@ -438,7 +438,15 @@ def judged_at_largest_budget(claim: Claim, frame: pd.DataFrame, gaps: dict) -> V
     return verdict if verdict is not None else judge(frame)  # no entry records a budget
 
 
+def reproduced(frame: pd.DataFrame) -> pd.DataFrame:
+    """The entries a finding may read: those CI re-ran from their recorded configuration. A re-scored
+    entry's numbers are true of its images, but nothing shows the attack made them: a contributor
+    could pick images that turn a verdict."""
+    return frame[frame["trust"] == "reproduced"]
+
+
 def verdicts(frame: pd.DataFrame, reference: dict | None = None) -> tuple[list[tuple[Claim, Verdict]], list[dict]]:
+    frame = reproduced(frame)
     gaps = entry_gaps(frame)
     return [(claim, judged_at_largest_budget(claim, frame, gaps)) for claim in CLAIMS], gap_table(frame, gaps)
 
@@ -449,8 +457,9 @@ def add_to_bundle(bundle) -> None:
 
     pages = Pages()
     results, gaps = verdicts(bundle.frame)
-    has_gan = bundle.frame["track"].eq(SPLIT5).any() if len(bundle.frame) else False
-    vs_mean = gan_vs_aux_mean(bundle.frame, aux_mean_scores() if has_gan else None) if has_gan else \
+    frame = reproduced(bundle.frame)
+    has_gan = frame["track"].eq(SPLIT5).any() if len(frame) else False
+    vs_mean = gan_vs_aux_mean(frame, aux_mean_scores() if has_gan else None) if has_gan else \
         _missing(f"a GAN attack in the similar cell of {SPLIT5}")
     pages.page(PAGE, "findings.md.j2", results=results, gaps=gaps, vs_mean=vs_mean, alpha=ALPHA,
                isnan=lambda v: v is None or np.isnan(v))
