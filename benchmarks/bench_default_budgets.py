@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/bench_default_budgets.py [--stop 120] [--fits 1800] [--only deepinversion]
 
-One row per run of docs/grids/findings.toml (track, attack, cell, surrogate), each in this process,
+One row per run of docs/grids/findings.toml and findings-default.toml (track, attack, cell, surrogate), each in this process,
 one torch thread, seed 0, the attack's `default` options ("auto" resolves to the papers' values
 on 28x28). The Progress the attack reports to times each phase (each progress task: GAN training,
 latent search, ...). Once a run has gone --stop seconds and its current phase has run --probe
@@ -85,9 +85,9 @@ class Timer:
         yield advance
 
 
-def runs(grid_path: Path):
+def runs(grid_paths: list[Path]):
     seen = set()
-    for job in load_grid(grid_path, budget="default").jobs:
+    for job in (j for path in grid_paths for j in load_grid(path, budget="default").jobs):
         key = (job.track, job.attack, job.scenario, job.surrogate)
         if key not in seen:
             seen.add(key)
@@ -124,7 +124,7 @@ def phase_line(p: Phase) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--grid", type=Path, default=REPO / "docs/grids/findings.toml")
+    parser.add_argument("--grid", type=Path, action="append", default=None, help="grid files (default: both findings grids)")
     parser.add_argument("--stop", type=float, default=120.0, help="seconds after which a run is projected and stopped")
     parser.add_argument("--probe", type=float, default=30.0, help="seconds a phase runs before it is projected")
     parser.add_argument("--fits", type=float, default=1800.0, help="seconds one run may take here to count as fitting")
@@ -136,7 +136,8 @@ def main() -> None:
           f"load {os.getloadavg()[0]:.1f}")
     print("| track | attack | cell | seconds | fits | phases (steps timed / total, rate) |")
     print("|---|---|---|---|---|---|")
-    for track_id, attack, scenario, surrogate in runs(args.grid):
+    grids = args.grid or [REPO / "docs/grids/findings.toml", REPO / "docs/grids/findings-default.toml"]
+    for track_id, attack, scenario, surrogate in runs(grids):
         if args.only and attack not in args.only:
             continue
         kind, wall, phases, _ = measure(track_id, attack, scenario, surrogate, args.stop, args.probe)

@@ -116,6 +116,7 @@ def test_a_claim_between_attacks_takes_each_at_its_largest_budget():
             entry("fashion-n1000-u8", "deep-leakage", dlg, date="2026-11-30", budget="default", ssim=0.10, mse=0.05)]
     v = verdict("updates", frame(*rows))
     assert (v.status, v.budget) == (findings.HOLDS, "each attack's largest")
+    assert [r["label"] for r in v.table] == ["updates-leak on fashion-n1000-u8 (quick)", "deep-leakage on fashion-n1000-u8 (default)"]
 
 
 def test_entries_without_verified_values_are_not_judged():

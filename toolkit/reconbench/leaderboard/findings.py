@@ -90,7 +90,11 @@ def _better(a: float, b: float, larger: bool) -> bool:
 
 
 def _line(label: str, rows: pd.DataFrame, metrics=COMPARED) -> dict:
-    return dict(label=label, entry=_entry(rows), values={m: _value(rows, m) for m in metrics})
+    entry = _entry(rows)
+    budget = rows.sort_values("date").iloc[-1]["budget"] if not rows.empty else None
+    if isinstance(budget, str):  # which preset the compared entry ran at (claims may mix them)
+        label = f"{label} ({budget})"
+    return dict(label=label, entry=entry, values={m: _value(rows, m) for m in metrics})
 
 
 def _compare(name_a: str, rows_a: pd.DataFrame, name_b: str, rows_b: pd.DataFrame, metrics=COMPARED
