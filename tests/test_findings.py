@@ -55,7 +55,12 @@ def test_coverage_claim_reads_the_coverage_at_each_size():
     falling = frame(*[entry(t, "deepinversion", cell, ssim=0.2, ssim_coverage=c)
                       for t, c in (("fashion-n100", 0.9), ("fashion-n500", 0.5), ("fashion-n1000", 0.3))])
     v = verdict("coverage", falling)
-    assert v.status == findings.HOLDS and "90.0% > 50.0% > 30.0%" in v.reason
+    assert v.status == findings.HOLDS and "90.0% (fashion-n100) > 50.0% (fashion-n500) > 30.0% (fashion-n1000)" in v.reason
+    two = frame(*[entry(t, "deepinversion", cell, budget="default", ssim=0.2, ssim_coverage=c)
+                  for t, c in (("fashion-n100", 0.47), ("fashion-n500", 0.41))])
+    v = verdict("coverage", two)  # two sizes at default: named, the missing one not implied
+    assert v.status == findings.HOLDS and "47.0% (fashion-n100) > 41.0% (fashion-n500)" in v.reason
+    assert "1,000" not in v.reason and "n1000" not in v.reason
     flat = falling.copy()
     flat.loc[2, "ssim_coverage"] = 0.6
     assert verdict("coverage", flat).status == findings.FAILS
