@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from reconbench.results import load_reconstructions
-from reconbench.submissions.checks.copies import public_pool
+from reconbench.track_files import public_pool
 from reconbench.submissions.checks.duplicates import DUPLICATE_SHARE
 from reconbench.submissions.nearcopy import Space, public_thresholds
 from reconbench.submissions.nearindex import (NearIndex, compute_features, dct_projection, first_near_duplicate, radii,

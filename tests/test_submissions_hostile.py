@@ -138,7 +138,7 @@ def test_target_images_with_one_pixel_changed_are_held_with_evidence(board):
 
 
 def _pool():
-    from reconbench.submissions.checks.copies import public_pool
+    from reconbench.track_files import public_pool
     from reconbench.tracks import get_track
 
     return public_pool(get_track("digits"))

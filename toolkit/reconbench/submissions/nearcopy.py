@@ -189,9 +189,7 @@ _THRESHOLDS: dict[tuple[str, str | None], Thresholds] = {}
 def public_thresholds(track) -> Thresholds:
     """The track's thresholds alone (the near-duplicate test between entries needs no public Space)."""
     key = (track.id, track.target_set_sha256)
-    if key in _SPACES:
-        return _SPACES[key][1]
-    if key not in _THRESHOLDS:
+    if key not in _THRESHOLDS:  # public_space records its thresholds here too
         from reconbench.track_files import public_pool
 
         images = public_pool(track)
