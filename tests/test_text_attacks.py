@@ -24,6 +24,9 @@ from reconbench.text.knowledge import prompt_of, text_knowledge_from
 BLACK_NONE, WHITE_NONE, BLACK_SAME = (Scenario.parse(s) for s in ("static/black-box/none", "static/white-box/none", "static/black-box/same"))
 
 
+pytestmark = pytest.mark.slow  # a minute or more of CPU: the slow set (make test-slow; benchmarks/bench_test_split.py)
+
+
 @pytest.fixture(scope="session")
 def track():
     from reconbench.text.tracks import get_text_track
@@ -123,11 +126,14 @@ def test_vec2text_beats_a_random_aux_sentence(sets, vec2text_run):
     baseline = scores([rng.choice(sets["aux"].texts) for _ in refs], refs)
     got = scores([i.text for i in rec.items], refs)
     print("vec2text", got, "random aux", baseline)
-    # Measured (seed 0, quick preset, 300 aux texts, 30 targets): similarity 0.112 vs 0.050, rouge_l
-    # 0.090 vs 0.073. BLEU is not asserted: both are near zero (0.0026 vs 0.0032); a tiny T5 trained from
-    # scratch on 300 sentences recovers topic words (similarity), not the 4-gram runs BLEU rewards.
+    # Measured (seed 0, quick preset, 300 aux texts, 30 targets), with torch's AVX2 kernels: similarity
+    # 0.112 vs 0.050, rouge_l 0.090 vs 0.073; with its AVX-512 kernels (another machine): 0.115 vs 0.050,
+    # 0.080 vs 0.073. Training from scratch amplifies the kernels' rounding, so the ROUGE-L margin is
+    # asserted at half the smaller one. BLEU is not asserted: both are near zero (0.0026 vs 0.0032); a
+    # tiny T5 trained from scratch on 300 sentences recovers topic words (similarity), not the 4-gram
+    # runs BLEU rewards.
     assert got["similarity"] > baseline["similarity"] + 0.03, (got, baseline)
-    assert got["rouge_l"] > baseline["rouge_l"] + 0.008, (got, baseline)
+    assert got["rouge_l"] > baseline["rouge_l"] + 0.0035, (got, baseline)
     # Counted: aux embeddings, aux hypotheses, first target hypotheses, then beam candidates per step.
     assert view.queries == rec.provenance["queries"] >= len(sets["aux"]) + len(refs)
 

@@ -5,8 +5,9 @@
 trains the named files (all by default) into DIR (default: the package's data/fashion/) and prints a
 JSON report (sha256, accuracies, seconds); `python -m reconbench.models.fashion_registry` then
 rewrites registry/fashion.json from the files in the package. Training runs on one CPU thread with every random draw
-seeded (initialisation included), so a rebuild on the same software writes the same bytes; the
-registry pins them, so a rebuild elsewhere that rounds differently shows up as a hash change.
+seeded (initialisation included), with the CPU kernels pinned to AVX2 (PINNED_KERNELS: the command
+re-executes itself with them), so a rebuild on the same software writes the same bytes on any x86-64
+machine with AVX2; the registry pins them, so a rebuild that rounds differently shows up as a hash change.
 
 Targets (data: reconbench.data.fashion_splits):
   mcnn-n{100,500,1000}  GMI's MNIST target architecture (models/gmi_mnist.py, width 16) on the
@@ -34,6 +35,9 @@ disjoint from every target, update and holdout image):
 from __future__ import annotations
 
 import json
+import os
+import platform
+import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -47,6 +51,11 @@ from reconbench.models.training import TrainConfig, accuracy, train_classifier
 from reconbench.threads import one_torch_thread
 
 RECIPE = "python -m reconbench.models.fashion_targets"
+# The kernels the pinned bytes were trained with. oneDNN's convolutions, MKL and ATen's own vector code
+# pick their instruction set at run time, and AVX-512 rounds otherwise than AVX2: the same recipe wrote
+# other bytes on an AVX-512 machine. Each library reads its variable once, when it first runs, so the
+# recipe sets them in a fresh interpreter (x86-64 only: elsewhere they name no instruction set).
+PINNED_KERNELS = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
 ADAM = TrainConfig(epochs=100, batch_size=64, lr=1e-3, seed=0)
 EVAL_ADAM = TrainConfig(epochs=15, batch_size=64, lr=1e-3, weight_decay=1e-4, seed=0)
 # lr 0.05 (digits-binary-mlp's 0.5 diverges on 784-d inputs of norm ~10; Haim et al.: 0.01), 6,000
@@ -130,7 +139,23 @@ def build(name: str, out_dir: Path) -> dict:
     return report
 
 
+def _kernel_env() -> dict[str, str]:
+    return PINNED_KERNELS if platform.machine().lower() in ("x86_64", "amd64") else {}
+
+
+def rebuild(names: list[str], out_dir: Path) -> dict:
+    """The recipe in a fresh interpreter with the pinned kernels (what `python -m` runs): name -> report."""
+    done = subprocess.run([sys.executable, "-m", "reconbench.models.fashion_targets", *names, "--out", str(out_dir)],
+                          env=os.environ | _kernel_env(), capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise RuntimeError(f"{RECIPE} {' '.join(names)} failed: {done.stderr.strip()[-2000:]}")
+    return json.loads(done.stdout)
+
+
 def main(argv: list[str]) -> int:
+    pins = _kernel_env()
+    if any(os.environ.get(k) != v for k, v in pins.items()):  # this interpreter's kernels are not the pinned ones
+        os.execve(sys.executable, [sys.executable, "-m", "reconbench.models.fashion_targets", *argv], os.environ | pins)
     out = Path(__file__).parents[1] / "data" / "fashion"
     names = []
     args = iter(argv)

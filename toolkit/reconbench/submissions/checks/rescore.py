@@ -215,16 +215,21 @@ def compare_gap(name: str, claimed, actual, n_rec: int) -> Check:
     if claimed is None or claimed.status != "computed":
         return Check(check_name, "fail", f"gap not claimed, but computable: {actual.format()}")
     tol = TOLERANCES.get(name, Tolerance(abs=1e-6)).for_count(n_rec)
+    # A gap is a difference of two means: a relative error of the means is an absolute error of the
+    # gap, scaled by the means, not by the (small) gap (knn_dist: means ~10, a class's gap ~1e-3).
+    scale = abs(actual.vs_target or 0.0) + abs(actual.vs_holdout or 0.0)
+    diff_tol = Tolerance(abs=tol.abs + tol.rel * scale, why=tol.why) if tol.rel else tol
     problems = []
     for field in ("vs_target", "vs_holdout", "gap", "low", "high", "p"):
         c, a = getattr(claimed, field), getattr(actual, field)
+        field_tol = P_TOLERANCE if field == "p" else tol if field.startswith("vs_") else diff_tol
         if (c is None) != (a is None):
             problems.append(f"{field} {c} claimed, {a} recomputed")
-        elif c is not None and not (P_TOLERANCE if field == "p" else tol).ok(c, a):
+        elif c is not None and not field_tol.ok(c, a):
             problems.append(f"{field} {c:.8g} claimed, {a:.8g} recomputed")
     for key in sorted(set(claimed.per_class or {}) | set(actual.per_class or {})):
         c, a = (claimed.per_class or {}).get(key), (actual.per_class or {}).get(key)
-        if c is None or a is None or not tol.ok(c, a):
+        if c is None or a is None or not diff_tol.ok(c, a):
             problems.append(f"class {key}: gap {c} claimed, {a} recomputed")
     if problems:
         return Check(check_name, "fail", "; ".join(problems[:5]) + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""))
