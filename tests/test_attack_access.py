@@ -23,6 +23,9 @@ DYNAMIC_WHITE = Scenario.parse("dynamic/white-box/none")
 DYNAMIC_BLACK = Scenario.parse("dynamic/black-box/same")
 
 
+pytestmark = pytest.mark.slow  # a minute or more of CPU: the slow set (make test-slow; benchmarks/bench_test_split.py)
+
+
 @pytest.fixture(scope="module")
 def track():
     return get_track("digits")

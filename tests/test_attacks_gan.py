@@ -70,7 +70,8 @@ BUDGETS = {
     "kedmi": {"gan_epochs": 10, "iterations": 300},
     "plg-mi": {"gan_iterations": 40, "iterations": 40},
 }
-pytestmark = pytest.mark.usefixtures("single_torch_thread")  # small tensors: threads cost more than they gain
+pytestmark = [pytest.mark.usefixtures("single_torch_thread"),  # small tensors: threads cost more than they gain
+              pytest.mark.slow]  # a minute or more of CPU: the slow set (make test-slow; benchmarks/bench_test_split.py)
 
 
 def _digits(name: str, seed: int = 0, **config):

@@ -11,9 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from cli_process import TOOLKIT, recon
 
 SITE = Path(__file__).resolve().parents[1] / "site"
+pytestmark = pytest.mark.slow  # a minute or more of CPU: the slow set (make test-slow; benchmarks/bench_test_split.py)
 
 
 def blocks(page: str, lang: str) -> list[str]:

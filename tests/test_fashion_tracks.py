@@ -19,6 +19,9 @@ from reconbench.tracks import get_track
 PUBLISHED = [spec for spec in ROWS if not spec.planned_size]
 
 
+pytestmark = pytest.mark.slow  # a minute or more of CPU: the slow set (make test-slow; benchmarks/bench_test_split.py)
+
+
 def test_registry_rows_are_the_generated_ones_for_the_shipped_files():
     shipped = json.loads(registry_file().read_text())["tracks"]
     assert [t["id"] for t in shipped] == [spec.id for spec in ROWS]  # every row: nothing left out for want of weights

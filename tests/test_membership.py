@@ -16,6 +16,9 @@ from reconbench.track_files import load_holdout, load_splits
 from reconbench.tracks import get_track
 
 
+pytestmark = pytest.mark.slow  # a minute or more of CPU: the slow set (make test-slow; benchmarks/bench_test_split.py)
+
+
 def _one_class(rng, n=6, m=4):
     scores = rng.normal(size=(n, 2 * m))
     members = np.r_[np.ones(m, bool), np.zeros(m, bool)]

@@ -21,6 +21,9 @@ from submission_helpers import failure, fresh_board, listed_reproducer
 ATTACKS_DIR = Path(__file__).parent / "attacks"
 
 
+pytestmark = pytest.mark.slow  # a minute or more of CPU: the slow set (make test-slow; benchmarks/bench_test_split.py)
+
+
 @pytest.fixture(scope="module")
 def keys(tmp_path_factory):
     with listed_reproducer(tmp_path_factory.mktemp("reproducers")) as pair:

@@ -22,6 +22,7 @@ from text_results_helpers import hostile_texts, submitted_text_entry, text_parts
 CHROMIUM = "/usr/bin/chromium"
 pytestmark = [
     pytest.mark.browser,
+    pytest.mark.slow,  # a minute or more of CPU: the slow set (make test-slow; benchmarks/bench_test_split.py)
     pytest.mark.skipif(not __import__("os").path.exists(CHROMIUM),
                        reason="needs Debian's chromium at /usr/bin/chromium (apt-get install -y chromium)"),
 ]

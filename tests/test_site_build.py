@@ -17,6 +17,9 @@ from PIL import Image
 from site_entries import build_site, evaluate_entry, make_key, submit_entry
 
 
+pytestmark = pytest.mark.slow  # a minute or more of CPU: the slow set (make test-slow; benchmarks/bench_test_split.py)
+
+
 def read(out, path):
     return (out / path).read_text(encoding="utf-8")
 

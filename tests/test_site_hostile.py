@@ -25,6 +25,9 @@ OWN_ATTACK = "zz-own-attack-name"
 FAILED_ATTACK = "zz-failed-attack-name"
 
 
+pytestmark = pytest.mark.slow  # a minute or more of CPU: the slow set (make test-slow; benchmarks/bench_test_split.py)
+
+
 def derive(template, root, team, key, entry_id, *, images=None, labels=None, edit=None, rescore_metrics=True):
     """A new entry from a real one: other reconstructions (scored honestly), a payload edit, signed by `key`."""
     folder = root / team / entry_id

@@ -20,6 +20,9 @@ from reconbench.tracks import all_tracks
 from site_entries import NO_WEIGHTS, build_site, local_server, make_key, submit_entry
 
 
+pytestmark = pytest.mark.slow  # a minute or more of CPU: the slow set (make test-slow; benchmarks/bench_test_split.py)
+
+
 def run(work, key, seed, *, iterations=15, init="uniform"):
     out = work / f"run-{seed}-{iterations}-{init}-{key.stem}"
     evaluate(attack_spec="mi-face", key_path=key, out=out, seed=seed, config={"iterations": iterations, "init": init},

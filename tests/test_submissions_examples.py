@@ -20,6 +20,7 @@ ROOT = REPO / "submissions"
 # route seeded the student before building it (8be9492) and the entry was re-made after that fix.
 # `recon-submit reproduce ENTRY --key K` adds a record; an entry listed here must not have one.
 NOT_YET_REPRODUCED: set[str] = set()
+pytestmark = pytest.mark.slow  # a minute or more of CPU: the slow set (make test-slow; benchmarks/bench_test_split.py)
 
 
 # Re-scores every committed entry, the membership gaps of the text entries included (MiniLM embeddings of

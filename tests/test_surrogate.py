@@ -23,6 +23,9 @@ TRACK = get_track("digits")
 TEST_IMAGES = 197
 
 
+pytestmark = pytest.mark.slow  # a minute or more of CPU: the slow set (make test-slow; benchmarks/bench_test_split.py)
+
+
 @pytest.fixture(scope="module")
 def key(tmp_path_factory):
     from reconbench.signing import generate_key

@@ -14,6 +14,7 @@ from reconbench.sweep import GridError, load_grid, run_sweep
 from reconbench.sweep.run import RESULTS, SUMMARY
 from site_entries import NO_WEIGHTS
 
+pytestmark = pytest.mark.slow  # a minute or more of CPU: the slow set (make test-slow; benchmarks/bench_test_split.py)
 
 # A user's attack that fails (or, once fixed, works): bring-your-own `file.py:Class`.
 FLAKY = '''

@@ -24,6 +24,9 @@ from submission_helpers import status
 CONFIG = {"max_new_tokens": 16}
 
 
+pytestmark = pytest.mark.slow  # a minute or more of CPU: the slow set (make test-slow; benchmarks/bench_test_split.py)
+
+
 @pytest.fixture(scope="module")
 def board(tmp_path_factory):
     from reconbench.text.evaluation import evaluate_text
