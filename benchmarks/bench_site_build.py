@@ -4,8 +4,8 @@
 
 Entries: one real MI-Face run (evaluate + sign) is the template payload; the reconstructions are
 blends of real runs' reconstructions (tests/site_entries.py blend_entries: three images of one class,
-Dirichlet weights), scored by the toolkit's own score(), signed by 20 teams' fresh keys. Every one
-passes every check, re-scoring and the near-duplicate search included (the script fails otherwise).
+Dirichlet weights), scored by the toolkit's own score(), signed by fresh team keys, five entries a team
+(the seeds of one configuration: a board of N entries has N / 5 teams). Every one passes every check, re-scoring and the near-duplicate search included (the script fails otherwise).
 
 For each size N, on a board of the first N entries and an empty cache (RECONBENCH_CACHE):
   validate   validate_board over the whole board, as `recon-submit validate --root` does: every check
@@ -109,7 +109,7 @@ def main(argv=None) -> int:
         pool = work / "pool"
         made = sorted(pool.glob("*/*/result.json"))
         if len(made) < sizes[-1] + 1:  # (entries an interrupted run made are kept)
-            _, cpu, wall = timed(blend_entries, template, sources, pool, sizes[-1] + 1, work / "keys", teams=20)
+            _, cpu, wall = timed(blend_entries, template, sources, pool, sizes[-1] + 1, work / "keys")
             print(f"made {sizes[-1] + 1} blended entries from {len(sources)} real runs: {cpu:.0f} CPU-s ({wall:.0f} s wall)")
         entries = sorted((e.parent for e in pool.glob("*/*/result.json")), key=lambda e: e.name)
         validate(board_of(pool, entries[:2], work / "warm-up"))  # imports, registry, public pool: paid once
@@ -130,6 +130,9 @@ def main(argv=None) -> int:
         root = work / f"board-{n}" / "submissions"
         new = entries[n]
         team = root / new.parent.name
+        if not (team / "team.toml").is_file():  # its team's first entry: the PR adds the team too
+            team.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(new.parent / "team.toml", team / "team.toml")
         shutil.copytree(new, team / new.name)
         _, pr_cpu, pr_wall = timed(validate, root, [team / new.name])
         os.environ["RECONBENCH_CACHE"] = str(work / "cache-empty")

@@ -57,13 +57,13 @@ def _teams(root: Path, keys_dir: Path, teams: int) -> dict[str, object]:
     """`teams` team folders (team.toml listing one fresh key each); slug -> private key."""
     team_keys = {}
     for t in range(teams):
-        slug = f"team-{t:03d}"
+        slug = f"team-{t:04d}"
         key = make_key(keys_dir, slug)
         team_keys[slug] = load_private_key(key)
         pub = (keys_dir / f"{slug}.pem.pub").read_text().split()[-1]
         (root / slug).mkdir(parents=True, exist_ok=True)
         (root / slug / "team.toml").write_text(
-            f'name = "Team {t:03d}"\nlinks = ["https://example.org/{slug}"]\nkeys = ["{pub}"]\n', encoding="utf-8")
+            f'name = "Team {t:04d}"\nlinks = ["https://example.org/{slug}"]\nkeys = ["{pub}"]\n', encoding="utf-8")
     return team_keys
 
 
@@ -85,7 +85,7 @@ def diverse_sources(folders: list[Path], shape: tuple[int, ...], share: float = 
     return out
 
 
-def blend_entries(template: Path, sources: list[Path], root: Path, count: int, keys_dir: Path, *, teams: int = 20,
+def blend_entries(template: Path, sources: list[Path], root: Path, count: int, keys_dir: Path, *, per_team: int = 5,
                   seed: int = 0) -> list[Path]:
     """`count` entries under `root` that pass every check, re-scoring included (benchmarks/bench_site_build.py).
 
@@ -96,7 +96,9 @@ def blend_entries(template: Path, sources: list[Path], root: Path, count: int, k
     another blend's, 2% at most over 120 pairs; 5% makes a duplicate). Its metrics are computed by the
     toolkit's own score() against the track's target set, exactly as evaluate and re-scoring compute
     them; the payload is the template's (a real signed run) with the entry id, seed, reconstructions
-    hash and metrics replaced, signed by one of `teams` teams' fresh keys."""
+    hash and metrics replaced, signed by a fresh team key: entries i*per_team .. (i+1)*per_team - 1 are team i's,
+    the seeds of its one configuration (a seed group, as the SoK's 3-5 seeds make one: a board of N
+    entries has N / per_team teams, so each entry's seed-copy comparisons stay per_team - 1 whatever N)."""
     from reconbench.io import sha256_file
     from reconbench.metrics import score
     from reconbench.track_files import load_splits
@@ -112,11 +114,11 @@ def blend_entries(template: Path, sources: list[Path], root: Path, count: int, k
     labels = np.concatenate([p[1] for p in pool])
     by_class = {int(c): np.flatnonzero(labels == c) for c in np.unique(labels)}
     classes = np.array(sorted(by_class))
-    team_keys = _teams(root, keys_dir, teams)
+    team_keys = _teams(root, keys_dir, -(-count // per_team))
     n = len(target)
     out = []
     for i in range(count):
-        slug = f"team-{i % teams:03d}"
+        slug = f"team-{i // per_team:04d}"
         y = rng.choice(classes, n)
         picks = np.stack([rng.choice(by_class[int(c)], 3) for c in y])
         weights = rng.dirichlet(np.full(3, 4.0), n)

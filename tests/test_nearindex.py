@@ -120,6 +120,25 @@ def test_index_verdicts_equal_the_exhaustive_check_in_any_arrival_order(corpus):
     assert found >= 8  # the corpus does hold near-duplicates, found the same way both ways
 
 
+def test_blocks_of_the_index_give_the_bounds_of_one_tree(corpus, monkeypatch):
+    """The index keeps its entries in blocks of BLOCK (arrival order) and skips the blocks holding no
+    entry a query is compared with: any block size gives one tree's bounds, `among` or not."""
+    import reconbench.submissions.nearindex as nearindex
+
+    sets, features, spaces, thresholds, exact, basis = corpus
+    one = NearIndex(features.items(), basis)
+    monkeypatch.setattr(nearindex, "BLOCK", 3)
+    blocks = NearIndex(features.items(), basis)
+    assert len(blocks._blocks) == -(-len(features) // 3) and len(one._blocks) == 1
+    names = list(features)
+    for i, a in enumerate(names):
+        assert blocks.upper_shares(features[a], thresholds, (1, 8, 8)) == one.upper_shares(features[a], thresholds, (1, 8, 8))
+        among = set(names[:i])  # the earlier entries, as duplicates.py asks: later blocks are skipped
+        got = blocks.upper_shares(features[a], thresholds, (1, 8, 8), among=among)
+        assert got == one.upper_shares(features[a], thresholds, (1, 8, 8), among=among)
+        assert set(got) <= among
+
+
 def test_radii_grow_only_by_rounding():
     thresholds = public_thresholds(get_track("digits"))
     pixel, struct = radii(thresholds, (1, 8, 8))

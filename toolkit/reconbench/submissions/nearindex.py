@@ -23,6 +23,12 @@ That holds by construction:
 - The structure test's minimum over +-1 px shifts is the earlier entry's image shifted (as
   Space.flag does it): the index holds the nine shifted vectors of each of its images.
 
+- Entries are indexed in arrival order, in blocks of BLOCK entries with trees of their own; a query
+  searches only the blocks that hold an entry it is compared with. A dense board makes the pixel
+  candidates grow with the board (blends of five real runs on digits: ~620 per image at 400 entries,
+  ~4 within the threshold), and the tree's time grows with them: the blocks halve what a whole
+  board's validation searches (benchmarks/bench_site_build.py).
+
 Library: SciPy's cKDTree. It answers radius queries exactly (no false negatives, which an approximate
 index such as HNSW (hnswlib, faiss) or NN-descent (pynndescent) cannot promise, and a missed
 neighbour would let a copy through), SciPy is already a dependency, and in 16 projected dimensions
@@ -38,6 +44,7 @@ import math
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import chain
 
 import numpy as np
 
@@ -49,6 +56,8 @@ FEATURE_VERSION = f"u8-pixels-dct-s{STRUCT_DIMS}-shifts{len(SHIFTS)}-f16-v2"
 UNSHIFTED = SHIFTS.index((0, 0))  # the query side is not shifted (Space.flag)
 _F16_REL = 2.0 ** -11  # float16's unit roundoff (relative error of one stored value)
 _F16_ABS = 2.0 ** -24  # its smallest subnormal step (absolute error near zero)
+BLOCK = 64  # entries per pair of trees: a query searches the blocks holding an entry it is compared with
+REFINE_ELEMENTS = 1 << 22  # candidate pixels refined at once (int32: 16 MB)
 
 
 @lru_cache(maxsize=8)
@@ -118,28 +127,49 @@ def radii(thresholds: Thresholds, shape: tuple[int, ...]) -> tuple[float, float]
     return pixel * (1 + 1e-9) + 1e-9, struct * (1 + 1e-9) + 1e-9
 
 
+@dataclass(frozen=True)
+class _Block:
+    """Entries first..stop-1 of an index; their images from pixel0 (structure vectors from struct0) on."""
+
+    first: int
+    stop: int
+    pixel0: int
+    struct0: int
+    pixel: object  # cKDTree of the block's projected pixels
+    struct: object  # cKDTree of the block's shifted structure vectors
+
+
 class NearIndex:
-    """Every image of a set of entries (one target set), searchable by radius in both spaces."""
+    """Every image of a set of entries (one target set), searchable by radius in both spaces.
+
+    The entries are held in arrival order, in blocks of BLOCK entries with trees of their own: an
+    entry is compared with those that came before it (checks/duplicates.py), so a query skips the
+    blocks that hold none of them, and validating a whole board searches half of it on average."""
 
     def __init__(self, entries: Iterable[tuple[Hashable, Features]], basis: np.ndarray):
-        """basis: pixel_basis of the target set's public pool (queries must use the same)."""
-        from scipy.spatial import cKDTree
-
+        """entries: in arrival order. basis: pixel_basis of the target set's public pool (queries must use the same)."""
         self.basis = basis
         self.keys: list[Hashable] = []
-        pixel, struct, owner_p, owner_s = [], [], [], []
-        for i, (key, feats) in enumerate(entries):
+        feats: list[Features] = []
+        for key, f in entries:
             self.keys.append(key)
-            pixel.append(feats.pixel)
-            owner_p.append(np.full(len(feats), i, dtype=np.int64))
-            s = feats.struct.reshape(-1, feats.struct.shape[-1])
-            struct.append(s)
-            owner_s.append(np.full(len(s), i, dtype=np.int64))
-        self._owner_p = np.concatenate(owner_p) if owner_p else np.zeros(0, dtype=np.int64)
-        self._owner_s = np.concatenate(owner_s) if owner_s else np.zeros(0, dtype=np.int64)
-        self._pixels = np.concatenate(pixel) if pixel else np.zeros((0, basis.shape[1]), dtype=np.uint8)
-        self._pixel = cKDTree(self._project(self._pixels)) if pixel else None
-        self._struct = cKDTree(np.concatenate(struct).astype(np.float64)) if struct else None
+            feats.append(f)
+        sizes = np.array([len(f) for f in feats], dtype=np.int64)
+        shifts = np.array([f.struct.shape[1] * len(f) for f in feats], dtype=np.int64)
+        self._owner_p = np.repeat(np.arange(len(feats), dtype=np.int64), sizes)
+        self._owner_s = np.repeat(np.arange(len(feats), dtype=np.int64), shifts)
+        self._pixels = np.concatenate([f.pixel for f in feats]) if feats else np.zeros((0, basis.shape[1]), dtype=np.uint8)
+        pixel0 = np.concatenate([[0], np.cumsum(sizes)])
+        struct0 = np.concatenate([[0], np.cumsum(shifts)])
+        self._blocks = [self._block(feats, lo, min(lo + BLOCK, len(feats)), int(pixel0[lo]), int(struct0[lo]))
+                        for lo in range(0, len(feats), BLOCK)]
+
+    def _block(self, feats: list[Features], first: int, stop: int, pixel0: int, struct0: int) -> _Block:
+        from scipy.spatial import cKDTree
+
+        pixels = self._pixels[pixel0:pixel0 + sum(len(f) for f in feats[first:stop])]
+        struct = np.concatenate([f.struct.reshape(-1, f.struct.shape[-1]) for f in feats[first:stop]])
+        return _Block(first, stop, pixel0, struct0, cKDTree(self._project(pixels)), cKDTree(struct.astype(np.float64)))
 
     def _project(self, pixels: np.ndarray) -> np.ndarray:
         return (pixels.astype(np.float64) / 255.0) @ self.basis.T
@@ -154,24 +184,39 @@ class NearIndex:
         if not self.keys or not len(mine):
             return {}
         r_pixel, r_struct = radii(thresholds, shape)
-        hits_p = self._pixel.query_ball_point(self._project(mine.pixel), r_pixel, return_sorted=False)
-        hits_s = self._struct.query_ball_point(mine.struct[:, UNSHIFTED].astype(np.float64), r_struct,
-                                               return_sorted=False)
+        wanted = np.ones(len(self.keys), dtype=bool) if among is None else \
+            np.array([k in among for k in self.keys], dtype=bool)
+        query_p = self._project(mine.pixel)
+        query_s = mine.struct[:, UNSHIFTED].astype(np.float64)
         # exact pixel MSE of the candidates, in grey levels (integers: no rounding), with the slack
         # of the float64 expansion Space.flag computes
         limit = thresholds.pixel_mse * mine.pixel.shape[1] * 255.0 ** 2 * (1 + 1e-9) + 1e-6
-        wanted = None if among is None else np.array([k in among for k in self.keys], dtype=bool)
-        counts = np.zeros(len(self.keys), dtype=np.int64)
-        for row, hp, hs in zip(mine.pixel.astype(np.int64), hits_p, hits_s):
-            hp, hs = np.asarray(hp, dtype=np.int64), np.asarray(hs, dtype=np.int64)
-            if len(hp):
-                diff = self._pixels[hp].astype(np.int64) - row
-                hp = hp[(diff * diff).sum(1) <= limit]
-            owners = np.union1d(self._owner_p[hp], self._owner_s[hs])
-            counts[owners] += 1
+        n_keys = len(self.keys)
+        found = []  # image * n_keys + entry, for each (image, entry) with a hit
+        for block in self._blocks:
+            if not wanted[block.first:block.stop].any():
+                continue
+            rows, cand = _pairs(block.pixel.query_ball_point(query_p, r_pixel, return_sorted=False))
+            cand += block.pixel0
+            keep = np.zeros(len(cand), dtype=bool)
+            step = max(1, REFINE_ELEMENTS // max(1, mine.pixel.shape[1]))
+            for lo in range(0, len(cand), step):
+                diff = self._pixels[cand[lo:lo + step]].astype(np.int32) - mine.pixel[rows[lo:lo + step]].astype(np.int32)
+                keep[lo:lo + step] = np.einsum("ij,ij->i", diff, diff, dtype=np.int64) <= limit
+            found.append(rows[keep] * n_keys + self._owner_p[cand[keep]])
+            rows, cand = _pairs(block.struct.query_ball_point(query_s, r_struct, return_sorted=False))
+            found.append(rows * n_keys + self._owner_s[cand + block.struct0])
+        hit = np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
+        counts = np.bincount(hit % n_keys, minlength=n_keys)
         n = len(mine)
-        return {self.keys[i]: counts[i] / n for i in np.flatnonzero(counts)
-                if wanted is None or wanted[i]}
+        return {self.keys[i]: counts[i] / n for i in np.flatnonzero(counts) if wanted[i]}
+
+
+def _pairs(hits) -> tuple[np.ndarray, np.ndarray]:
+    """query_ball_point's per-query lists -> (query row, indexed point) arrays."""
+    lengths = np.fromiter((len(h) for h in hits), dtype=np.int64, count=len(hits))
+    points = np.fromiter(chain.from_iterable(hits), dtype=np.int64, count=int(lengths.sum()))
+    return np.repeat(np.arange(len(hits), dtype=np.int64), lengths), points
 
 
 def first_near_duplicate(images: np.ndarray, features: Features, earlier: list[Hashable], index: NearIndex,
