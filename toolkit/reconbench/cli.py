@@ -189,8 +189,7 @@ def attacks(name: Optional[str] = typer.Argument(None, help="an attack: show its
     for col in ("name", "family", "scenarios (training/access/data)", "paper"):
         table.add_column(col)
     for a in (*CATALOGUE, *TEXT_CATALOGUE):  # text attacks: their cell says which target model they attack
-        cells = [*a.scenarios, f"(text tracks: the {a.role})"] if a.modality == "text" else a.scenarios
-        table.add_row(*map(escape, (a.name, a.family, "\n".join(cells), a.paper)))
+        table.add_row(*map(escape, (a.name, a.family, "\n".join(a.cells), a.paper)))
     console.print(table)
 
 

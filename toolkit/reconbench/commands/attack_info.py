@@ -10,17 +10,10 @@ from reconbench.console import console, fail
 
 def attack_details(spec: str) -> dict:
     """Everything `attacks NAME` prints, as data (also usable from Python)."""
-    from reconbench.attacks import load_attack
     from reconbench.attacks.options import BUDGETS, check_declaration, describe_options, resolve_options
+    from reconbench.modalities import for_attack
 
-    from reconbench.catalogue import TEXT_BY_NAME
-
-    if spec in TEXT_BY_NAME:  # a text attack (registered-only): reconbench.text.attacks
-        from reconbench.text.attacks import load_text_attack
-
-        cls = load_text_attack(spec)
-    else:
-        cls = load_attack(spec)
+    cls = for_attack(spec).load_attack(spec)  # a text attack is registered-only: its name; an image one, a file too
     check_declaration(cls)
     default = resolve_options(cls, "default")
     presets = {}

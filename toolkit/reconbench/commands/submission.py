@@ -158,16 +158,11 @@ def register(app: typer.Typer) -> None:
 
         Example: recon-submit schema > result.schema.json
         """
-        if text:
-            from reconbench.text.results import text_result_json_schema
-
-            sys.stdout.write(json.dumps(text_result_json_schema(), indent=2) + "\n")
-            return
-        if team:
+        if team and not text:  # --text names the result's schema, whatever --team says
             from reconbench.submissions.team import Team
 
             sys.stdout.write(json.dumps(Team.model_json_schema(), indent=2) + "\n")
             return
-        from reconbench.results import result_json_schema
+        from reconbench.modalities import by_name
 
-        sys.stdout.write(json.dumps(result_json_schema(), indent=2) + "\n")
+        sys.stdout.write(json.dumps(by_name("text" if text else "image").result_schema(), indent=2) + "\n")

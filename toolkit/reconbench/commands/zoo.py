@@ -52,19 +52,16 @@ def register(app: typer.Typer) -> None:
 
         Example: recon-submit data prepare digits
         """
-        from reconbench.text.grid import is_text_dataset
-        from reconbench.text.zoo import prepare_text_dataset
-        from reconbench.zoo.prepare import prepare_dataset
+        from reconbench.modalities import for_dataset
 
         folder = out or _data_dir(dataset)
-        text = is_text_dataset(dataset)  # sst2, agnews, imdb: parquet from the Hub (docs/zoo.md, text section)
+        modality = for_dataset(dataset)  # text datasets (sst2, agnews, imdb): parquet from the Hub (docs/zoo.md)
         try:
-            manifest = prepare_text_dataset(dataset, folder, source, revision=revision) if text else \
-                prepare_dataset(dataset, folder, source)
+            manifest = modality.prepare_dataset(dataset, folder, source, revision)
         except _errors() as exc:
             fail(str(exc))
         for split, entry in manifest["splits"].items():
-            console.print(escape(f"{split:<18} {entry['count']:>7,} {'texts' if text else 'images'}  {entry['sha256']}"))
+            console.print(escape(f"{split:<18} {entry['count']:>7,} {modality.NAME}s  {entry['sha256']}"))
         console.print(f"wrote {escape(folder)}")
 
     @targets.command("train")
@@ -86,26 +83,20 @@ def register(app: typer.Typer) -> None:
 
         Example: recon-submit targets train cifar10-vgg16-n1000 --device cuda
         """
-        from reconbench.text.grid import is_text_zoo_track
-        from reconbench.zoo.grid import parse_track_id
-        from reconbench.zoo.targets import Overrides, train_track
+        from reconbench.modalities import for_zoo_track
 
-        if is_text_zoo_track(track):  # GPT-2 and gtr-t5 of a text track (reconbench.text.finetune)
-            if width_div or memorization or init_weights:
-                fail(f"{track}: --width-div, --memorization and --init-weights are for image tracks only")
-            return _train_text(track, data, out, device, epochs, batch_size, lr, seed, quiet)
+        modality = for_zoo_track(track)  # a text track: its GPT-2 and gtr-t5 (reconbench.text.finetune)
+        echo = None if quiet else lambda e: console.print(json.dumps(e), highlight=False, markup=False, soft_wrap=True)
         try:
-            spec = parse_track_id(track)
-            config = train_track(
-                track, data or _data_dir(spec.dataset), out or _target_dir(track),
-                overrides=Overrides(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, width_div=width_div),
-                device=device, memorization_models=memorization, init_weights=init_weights,
-                echo=None if quiet else lambda e: console.print(json.dumps(e), highlight=False, markup=False, soft_wrap=True))
+            folder = out or _target_dir(track)
+            lines = modality.train_target(
+                track, data or _data_dir(modality.zoo_dataset(track)), folder, device=device, epochs=epochs,
+                batch_size=batch_size, lr=lr, seed=seed, width_div=width_div, memorization=memorization,
+                init_weights=init_weights, echo=echo)
         except _errors() as exc:
             fail(str(exc))
-        console.print(escape(f"{track}: train accuracy {config['train_accuracy']:.4f}, test accuracy {config['test_accuracy']:.4f}"
-                             + (f", variant {config['variant_report']}" if config["variant_report"] else "")))
-        console.print(f"wrote {escape(out or _target_dir(track))} (model sha256 {config['model']['sha256']})")
+        for line in lines:
+            console.print(escape(line))
 
     @targets.command("grid")
     def grid(check: bool = typer.Option(False, help="only check that registry/zoo.json is up to date")) -> None:
@@ -129,37 +120,15 @@ def register(app: typer.Typer) -> None:
 
         Example: recon-submit hub publish cifar10-vgg16-n1000 --org reconbench
         """
-        from reconbench.text.grid import is_text_zoo_track, parse_text_track_id
-        from reconbench.text.tracks import text_registry_path
-        from reconbench.text.publish import publish_text_track
-        from reconbench.zoo.grid import parse_track_id, zoo_registry_path
-        from reconbench.zoo.publish import publish_track
+        from reconbench.modalities import for_zoo_track
 
-        text = is_text_zoo_track(track)
+        modality = for_zoo_track(track)
         try:
-            dataset = parse_text_track_id(track)[0].name if text else parse_track_id(track).dataset
-            entry = (publish_text_track if text else publish_track)(
-                track, org, model_dir=model_dir or _target_dir(track), data_dir=data or _data_dir(dataset),
-                registry=registry)
+            entry = modality.publish_track(track, org, model_dir=model_dir or _target_dir(track),
+                                           data_dir=data or _data_dir(modality.zoo_dataset(track)), registry=registry)
         except _errors() as exc:
             fail(str(exc))
         src = entry["source"]
         console.print(escape(f"model: {src['model_repo']} @ {src['model_revision']}"))
         console.print(escape(f"data:  {src['data_repo']} @ {src['data_revision']}"))
-        console.print(escape(f"pinned '{track}' in {registry or (text_registry_path() if text else zoo_registry_path())}"))
-
-
-def _train_text(track, data, out, device, epochs, batch_size, lr, seed, quiet) -> None:
-    from reconbench.text.finetune import TextOverrides, train_text_track
-    from reconbench.text.grid import parse_text_track_id
-
-    try:
-        config = train_text_track(
-            track, data or _data_dir(parse_text_track_id(track)[0].name), out or _target_dir(track),
-            overrides=TextOverrides(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed), device=device,
-            echo=None if quiet else lambda e: console.print(json.dumps(e), highlight=False, markup=False))
-    except _errors() as exc:
-        fail(str(exc))
-    for role in ("generator", "embedder"):
-        console.print(escape(f"{track} {role}: {json.dumps(config[role]['measured'], sort_keys=True)}"))
-    console.print(f"wrote {escape(out or _target_dir(track))}")
+        console.print(escape(f"pinned '{track}' in {registry or modality.zoo_registry_path()}"))

@@ -62,16 +62,9 @@ def fill_row(row: dict, report, payload) -> None:
 
 
 def _track_holdout(payload) -> str | None:
-    from reconbench.text.tracks import get_text_track, is_text_track
-    from reconbench.tracks import TrackError, get_track
+    from reconbench.modalities import for_track
 
-    try:
-        if is_text_track(payload.track):
-            return get_text_track(payload.track).holdout_set_sha256
-        track = get_track(payload.track)
-    except TrackError:
-        return None
-    return track.update_holdout_set_sha256 if payload.scenario.startswith("dynamic/") else track.holdout_set_sha256
+    return for_track(payload.track).holdout_sha256(payload)
 
 
 def typed(frame: pd.DataFrame) -> pd.DataFrame:

@@ -6,6 +6,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from reconbench.modalities import for_result
 from reconbench.reproduction.record import (RECORD_FILE, RecordError, ReproductionRecord, SignedRecord, reproducer_keys,
                                             write_record)
 from reconbench.reproduction.rerun import load_entry, rerun, score_run
@@ -23,10 +24,10 @@ class Outcome:
 def require_sandboxed(record: ReproductionRecord, entry) -> None:
     """A record is signed only for a re-run made in the OS sandbox (provenance.sandbox "bubblewrap <version>",
     as the run reported it): outside it, the attack's process could have reached the target model, the
-    target set or the evaluator, and the reconstructions would prove nothing. Text entries are the
-    exception while text attacks run in the evaluator's process (they record "none"): a text entry can
-    only name a registered text attack (load_entry), so no code of the entry's runs in its re-run."""
-    if getattr(entry.result.payload, "modality", "image") == "text":
+    target set or the evaluator, and the reconstructions would prove nothing. A modality whose re-runs
+    run no code of the entry's says so (RERUN_NEEDS_SANDBOX: text, whose entries name a registered
+    text attack only)."""
+    if not for_result(entry.result).RERUN_NEEDS_SANDBOX:
         return
     sandbox = record.reported.sandbox or "none"
     if not sandbox.startswith("bubblewrap "):

@@ -3,8 +3,9 @@
     1 structure  2 schema  3 identity (the team's slug and name look like no other's)  4 signature
     5 registry  6 reconstructions  7 rescore  8 copies  9 nearcopies  10 duplicates  11 reproduction (the shipped attack source; a reproducer's signed record lifts trust
     to "reproduced")
-A text entry (payload.modality "text") runs the text versions of 4-8 (checks/text_entry.py,
-checks/text_scores.py; the copy rule is submissions/textcopy.py).
+A modality may run a stage its own way (its plug-in's validation_stages, reconbench.modalities): a
+text entry runs the text versions of 5-9 (checks/text_entry.py, checks/text_scores.py; the copy rule
+is submissions/textcopy.py).
 
 Trust (docs/architecture.md): "failed" if any check fails; "held" if more than a stated share of the
 reconstructions are near-copies of public images, or any is an exact copy of one of the entry's own
@@ -36,6 +37,7 @@ import numpy as np
 
 from reconbench.metrics.membership import Gap
 from reconbench.metrics.report import GapResult
+from reconbench.modalities import for_result
 
 from reconbench.results import ResultFile
 from reconbench.text.results import TextResultFile
@@ -52,8 +54,6 @@ from reconbench.submissions.checks import (
     schema,
     signature,
     structure,
-    text_entry,
-    text_scores,
 )
 from reconbench.submissions.keys import key_changes
 from reconbench.submissions.leakage import hold_extraordinary
@@ -77,16 +77,6 @@ STAGES: list[tuple[str, Callable[[Context], list[Check]]]] = [
     ("reproduction", reproduction.check),
 ]
 TEAM_STAGES = STAGES[:3]  # a team folder without entries: its layout, its team.toml, its identity
-# A text entry (payload.modality "text") runs these in place of the image stages of the same name.
-TEXT_STAGES: dict[str, Callable[[Context], list[Check]]] = {
-    "registry": text_entry.registry,
-    "reconstructions": text_entry.reconstructions,
-    "rescore": text_scores.rescore,
-    "copies": text_scores.copies,
-    "nearcopies": text_scores.nearcopies,
-}
-
-
 @dataclass
 class EntryReport:
     team: str
@@ -214,8 +204,8 @@ def run_checks(unit: Unit, root: Path, board: Board, *, rescore: bool = True, de
             if name == CACHED_STAGES[-1]:
                 checks += _restore(ctx, record)
             continue
-        if isinstance(ctx.result, TextResultFile):
-            stage = TEXT_STAGES.get(name, stage)
+        if ctx.result is not None:  # a modality may do a stage its own way (text: its registry, files and scores)
+            stage = for_result(ctx.result).validation_stages().get(name, stage)
         try:
             produced = stage(ctx)
         except CheckFailed as exc:
