@@ -3,8 +3,8 @@ plug-in owns a track, a result or an attack and calls its hooks; it never branch
 
 The branch rule reads the code with ast (nothing runs): outside the modality packages, no module
 may test whether something is text (is_text_track, isinstance(..., TextResultFile), `.modality ==`).
-The board still builds its text pages beside the image ones (leaderboard/build.py, text_board.py):
-those are listed in BOARD_NOT_YET_PLUGGED, and a test keeps that list exact, so it only shrinks.
+The board framework (leaderboard/build.py) takes each modality's board from its plug-in
+(leaderboard/image_board.py, leaderboard/text_board.py).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ PACKAGE = Path(__file__).resolve().parents[1] / "toolkit" / "reconbench"
 MODALITY_PACKAGES = ("image", "text")
 TEXT_PREDICATES = {"is_text_track", "is_text_zoo_track", "is_text_dataset", "is_text_report", "is_text_raw", "_is_text"}
 RESULT_TYPES = {"TextResultFile", "ResultFile"}
-BOARD_NOT_YET_PLUGGED = {"leaderboard/build.py", "leaderboard/text_board.py"}
 
 
 def modality_branches(source: str) -> list[str]:
@@ -59,15 +58,9 @@ def core_modules() -> dict[str, Path]:
 
 def test_no_modality_branch_outside_the_modality_packages():
     bad = {rel: found for rel, path in sorted(core_modules().items())
-           if rel not in BOARD_NOT_YET_PLUGGED and (found := modality_branches(path.read_text(encoding="utf-8")))}
+           if (found := modality_branches(path.read_text(encoding="utf-8")))}
     assert not bad, "modality branches outside image/ and text/ (call a hook of reconbench.modalities instead):\n" + \
         "\n".join(f"{rel}: {', '.join(f)}" for rel, f in bad.items())
-
-
-def test_the_not_yet_plugged_list_is_exact():
-    """Each module listed still branches (once it stops, it leaves the list)."""
-    stale = sorted(rel for rel in BOARD_NOT_YET_PLUGGED if not modality_branches((PACKAGE / rel).read_text(encoding="utf-8")))
-    assert not stale, f"no longer branching on a modality, remove from BOARD_NOT_YET_PLUGGED: {stale}"
 
 
 @pytest.mark.parametrize("source, expected", [

@@ -120,15 +120,11 @@ def __getattr__(hook: str):
     raise AttributeError(f"module {__name__} has no attribute {hook}")
 
 
-def holdout_sha256(payload) -> str | None:
-    """The holdout set the track pins for the entry's scenario (a dynamic run's: its update holdout)."""
-    from reconbench.tracks import TrackError, get_track
+def board(reports: list, **settings):
+    """The image entries' board for leaderboard/build.py (reconbench/leaderboard/image_board.py)."""
+    from reconbench.leaderboard.image_board import ImageBoard
 
-    try:
-        track = get_track(payload.track)
-    except TrackError:
-        return None
-    return track.update_holdout_set_sha256 if payload.scenario.startswith("dynamic/") else track.holdout_set_sha256
+    return ImageBoard(reports, **settings)
 
 
 # --- the zoo (maintainers): docs/zoo.md

@@ -147,7 +147,7 @@ def entries_frame(reports: Iterable) -> pd.DataFrame:
                         row[name], row[f"{name}_coverage"] = float(metric.value), coverage
                 row[f"{name}_note"] = metric.note
             row["attack_label"] = p.attack.name if row["registered"] else f"{report.team}'s own attack"
-            leakage.fill_row(row, report, p)
+            leakage.fill_row(row, report, p, pinned_holdout)
         row["held_reason"] = getattr(report, "held_reason", None)
         rows.append(row)
     frame = pd.DataFrame(rows, columns=COLUMNS)
@@ -220,3 +220,14 @@ def best_per_dataset(frame: pd.DataFrame) -> list[dict]:
 def last_update(frame: pd.DataFrame) -> pd.Timestamp | None:
     dates = ranked(frame)["date"].dropna()
     return None if dates.empty else dates.max()
+
+
+def pinned_holdout(payload) -> str | None:
+    """The holdout set an image track pins for the entry's scenario (a dynamic run's: its update holdout)."""
+    from reconbench.tracks import TrackError, get_track
+
+    try:
+        track = get_track(payload.track)
+    except TrackError:
+        return None
+    return track.update_holdout_set_sha256 if payload.scenario.startswith("dynamic/") else track.holdout_set_sha256

@@ -42,8 +42,10 @@ def verdict(membership: dict) -> tuple[bool | None, str | None]:
     return leaks, LEAKS if leaks else NO_LEAK
 
 
-def fill_row(row: dict, report, payload) -> None:
-    """The gap columns of one entry row, from the report's recomputed gaps (validate's re-score)."""
+def fill_row(row: dict, report, payload, pinned_holdout) -> None:
+    """The gap columns of one entry row, from the report's recomputed gaps (validate's re-score).
+    `pinned_holdout(payload)`: the holdout sha256 the entry's track pins, for a payload that claims none
+    (each modality's board passes its registry's)."""
     for col in COLUMNS:
         row.setdefault(col, None)
     membership = dict(getattr(report, "membership", {}) or {})
@@ -57,14 +59,8 @@ def fill_row(row: dict, report, payload) -> None:
             row[f"gap_{m}{f}"] = value
     row["leaks"], row["verdict"] = verdict(membership)
     claimed = getattr(payload, "membership", None)
-    row["holdout_sha256"] = claimed.holdout_sha256 if claimed is not None else _track_holdout(payload)
+    row["holdout_sha256"] = claimed.holdout_sha256 if claimed is not None else pinned_holdout(payload)
     row["membership"] = json.dumps({m: g.model_dump(mode="json") for m, g in membership.items()}, sort_keys=True)
-
-
-def _track_holdout(payload) -> str | None:
-    from reconbench.modalities import for_track
-
-    return for_track(payload.track).holdout_sha256(payload)
 
 
 def typed(frame: pd.DataFrame) -> pd.DataFrame:

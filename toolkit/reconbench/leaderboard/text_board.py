@@ -63,12 +63,6 @@ TEXT_COLUMNS = [
 TEXT_EXPORT = [c for c in TEXT_COLUMNS if c not in ("entry_dir", "page", "trust_rank", "attack_label", "membership")]
 
 
-def is_text_report(report) -> bool:
-    from reconbench.text.results import TextResultFile
-
-    return isinstance(getattr(report, "result", None), TextResultFile)
-
-
 def visible(text) -> str:
     """Text as it can be shown: control/format/private-use characters as \\uXXXX (newlines as ⏎), capped."""
     text = str(text)
@@ -92,6 +86,11 @@ def _tracks() -> dict:
         return {t.id: t for t in all_text_tracks()}
     except TrackError:
         return {}
+
+
+def _pinned_holdout(payload) -> str | None:
+    track = _tracks().get(payload.track)
+    return track.holdout_set_sha256 if track is not None else None
 
 
 def text_frame(reports) -> pd.DataFrame:
@@ -136,7 +135,7 @@ def text_frame(reports) -> pd.DataFrame:
                     row[name] = float(metric.value)
             if name in TEXT_METRICS:
                 row[f"{name}_note"] = metric.note
-        leakage.fill_row(row, report, p)
+        leakage.fill_row(row, report, p, _pinned_holdout)
         rows.append(row)
     frame = leakage.typed(pd.DataFrame(rows, columns=TEXT_COLUMNS))
     for m in TEXT_METRICS:
@@ -234,52 +233,63 @@ def knowledge_text(cell: str, role: str | None) -> str:
                       TEXT_KNOWLEDGE.get(data, data)])
 
 
-def attack_tables(frame: pd.DataFrame | None, attack: str) -> list[dict]:
-    """A text attack's page: its listed entries, one table per (track, cell)."""
-    if frame is None or frame.empty:
-        return []
-    rows = frame[(frame["trust"] != "failed") & (frame["attack"] == attack)]
-    return cell_tables(rows, by=("track", "scenario"))
+class TextBoard:
+    """The text modality's board (its plug-in hands it to leaderboard/build.py): a board per text track,
+    the entry pages with targets beside reconstructions, and the text downloads."""
 
+    def __init__(self, reports: list, *, rescore: bool, galleries: bool, site_url: str | None, timings: dict):
+        self.reports = reports
+        self.frame = text_frame(reports) if reports else pd.DataFrame(columns=TEXT_COLUMNS)
 
-def add_text_site(reports: list, pages, files: dict, nav: dict, frame: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Boards, entry pages and exports of the text entries; returns their frame (empty without any).
-    `frame`: text_frame(reports), when the caller built it already (the attack pages need it first)."""
-    from reconbench.leaderboard import cells
-    from reconbench.leaderboard.charts import chart_html
+    def attack_tables(self, attack: str) -> list[dict]:
+        """A text attack's page: its listed entries, one table per (track, cell)."""
+        if self.frame.empty:
+            return []
+        rows = self.frame[(self.frame["trust"] != "failed") & (self.frame["attack"] == attack)]
+        return cell_tables(rows, by=("track", "scenario"))
 
-    text_tracks = _tracks()
-    if frame is None:
-        frame = text_frame(reports) if reports else pd.DataFrame(columns=TEXT_COLUMNS)
-    frame["position"] = pd.array([pd.NA] * len(frame), dtype="Int64")
-    listed = frame[frame["trust"] != "failed"]
-    for track in text_tracks.values():
-        if track.status == "unpublished" and not (frame["track"] == track.id).any():
-            continue
-        rows = sort_text_board(listed[listed["track"] == track.id])
-        tables = cell_tables(rows)
-        cells.place_positions(frame, tables)  # the place in its cell's ranking (exports)
-        pages.page(f"leaderboards/{track.id}.md", "text_leaderboard.md.j2", track=track, rows=rows, groups=tables,
-                   board_prefix=f"board-{track.id}", show_track=False, show_attack=True,
-                   ranked_count=sum(t["ranked_count"] for t in tables),
-                   failed=int(((frame["track"] == track.id) & (frame["trust"] == "failed")).sum()),
-                   chart=chart_html(text_figure(rows, track.id), f"chart-text-{track.id}"))
-        nav["leaderboards"].append((track.id, f"leaderboards/{track.id}.md"))
-    from reconbench.leaderboard.reproduction import record_for
+    knowledge = staticmethod(knowledge_text)
 
-    for report, row in zip(_in_order(reports, frame), frame.to_dict("records")):
-        knowledge = [TEXT_KNOWLEDGE[row["training"]], _access(row), TEXT_KNOWLEDGE[row["data"]]]
-        record = record_for(row)  # a reproduced entry's signed record, published beside its page (as for images)
-        if record is not None:
-            files[record[0]] = record[1]
-        pages.page(row["page"], "text_entry.md.j2", row=row, knowledge=knowledge, result=report.result, checks=list(report.checks or []),
-                   reproduction=record[2] if record else None,
-                   title=row["page"].split("/")[-2], table=text_table(report, row, files),
-                   evidence=getattr(report, "evidence", None) or None, team_name=row["team_name"],
-                   team_links=list(getattr(report.team_info, "links", None) or []),
-                   team_contact=getattr(report.team_info, "contact", None), readme_text=getattr(report, "readme", None),
-                   leakage=leakage_view.entry_view(report, row, TEXT_LABELS) if row["trust"] != "failed" else None)
-    return frame
+    def add_boards(self, pages, files: dict, nav: dict) -> None:
+        from reconbench.leaderboard import cells
+        from reconbench.leaderboard.charts import chart_html
+
+        frame = self.frame
+        frame["position"] = pd.array([pd.NA] * len(frame), dtype="Int64")
+        listed = frame[frame["trust"] != "failed"]
+        for track in _tracks().values():
+            if track.status == "unpublished" and not (frame["track"] == track.id).any():
+                continue
+            rows = sort_text_board(listed[listed["track"] == track.id])
+            tables = cell_tables(rows)
+            cells.place_positions(frame, tables)  # the place in its cell's ranking (exports)
+            pages.page(f"leaderboards/{track.id}.md", "text_leaderboard.md.j2", track=track, rows=rows, groups=tables,
+                       board_prefix=f"board-{track.id}", show_track=False, show_attack=True,
+                       ranked_count=sum(t["ranked_count"] for t in tables),
+                       failed=int(((frame["track"] == track.id) & (frame["trust"] == "failed")).sum()),
+                       chart=chart_html(text_figure(rows, track.id), f"chart-text-{track.id}"))
+            nav["leaderboards"].append((track.id, f"leaderboards/{track.id}.md"))
+
+    def add_entries(self, pages, files: dict, nav: dict, catalogue: list[dict]) -> None:
+        """The entry pages, the text downloads and the methodology page's text-metric table."""
+        from reconbench.leaderboard.reproduction import record_for
+        from reconbench.text.metrics import TEXT_METRICS as METRIC_INFO  # the table only: no scoring library
+
+        frame = self.frame
+        for report, row in zip(_in_order(self.reports, frame), frame.to_dict("records")):
+            knowledge = [TEXT_KNOWLEDGE[row["training"]], _access(row), TEXT_KNOWLEDGE[row["data"]]]
+            record = record_for(row)  # a reproduced entry's signed record, published beside its page (as for images)
+            if record is not None:
+                files[record[0]] = record[1]
+            pages.page(row["page"], "text_entry.md.j2", row=row, knowledge=knowledge, result=report.result,
+                       checks=list(report.checks or []), reproduction=record[2] if record else None,
+                       title=row["page"].split("/")[-2], table=text_table(report, row, files),
+                       evidence=getattr(report, "evidence", None) or None, team_name=row["team_name"],
+                       team_links=list(getattr(report.team_info, "links", None) or []),
+                       team_contact=getattr(report.team_info, "contact", None), readme_text=getattr(report, "readme", None),
+                       leakage=leakage_view.entry_view(report, row, TEXT_LABELS) if row["trust"] != "failed" else None)
+        files.update(text_exports(frame))
+        pages.fragment("text-metric-table", "fragments/text_metric_table.html.j2", metrics=METRIC_INFO)
 
 
 def _access(row: dict) -> str:

@@ -82,14 +82,11 @@ def __getattr__(hook: str):
     raise AttributeError(f"module {__name__} has no attribute {hook}")
 
 
-def holdout_sha256(payload) -> str | None:
-    from reconbench.text.tracks import get_text_track
-    from reconbench.tracks import TrackError
+def board(reports: list, **settings):
+    """The text entries' board for leaderboard/build.py (reconbench/leaderboard/text_board.py)."""
+    from reconbench.leaderboard.text_board import TextBoard
 
-    try:
-        return get_text_track(payload.track).holdout_set_sha256
-    except TrackError:
-        return None
+    return TextBoard(reports, **settings)
 
 
 # --- the zoo (maintainers): docs/zoo.md, text section
