@@ -143,3 +143,24 @@ def test_a_third_plugin_is_called_without_touching_the_core(monkeypatch, tmp_pat
     reconbench.evaluate("whisper-inversion", "speech-n10", key=key, seed=3)
     assert calls == [("check", "speech-n10"), ("evaluate", "whisper-inversion",
                       "recon-submit evaluate --track speech-n10 --attack whisper-inversion --seed 3 --device cpu")]
+
+
+@pytest.mark.parametrize("attack, track_kind, message", [
+    ("/tmp/evil.py:Evil", "text", "unknown text attack '/tmp/evil.py:Evil'"),  # a file on a text track: never loaded
+    ("../../x.py:Y", "text", "unknown text attack '../../x.py:Y'"),
+    ("vec2text", "image", "unknown attack 'vec2text'"),  # a text attack's name does not cross to an image track
+])
+def test_an_attack_of_the_wrong_modality_is_refused_before_anything_runs(tmp_path, attack, track_kind, message):
+    """The plug-in that owns the track decides which attacks it runs: a bring-your-own file on a text
+    track, or a text attack's name on an image track, is refused with no result folder written."""
+    import reconbench
+    from reconbench.attacks.errors import AttackError
+    from reconbench.signing import generate_key
+    from reconbench.text.tracks import all_text_tracks
+
+    key = tmp_path / "key.pem"
+    generate_key(key)
+    track = all_text_tracks()[0].id if track_kind == "text" else "digits"
+    with pytest.raises(AttackError, match=message.replace(".", r"\.")):
+        reconbench.evaluate(attack, track, key=key, out=tmp_path / "out")
+    assert not (tmp_path / "out").exists()

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from reconbench.attacks.base import Attack, Progress, Reconstruction
     from reconbench.evaluation import EvaluationOutput
     from reconbench.metrics.report import ScoreReport
+    from reconbench.modalities import Modality
 
 DEFAULT_TRACK = "digits"
 
@@ -156,30 +157,32 @@ def evaluate(
     folder to create (it must not exist); by default ./recon-results/<entry-id>/. Returns
     EvaluationOutput: `.folder`, `.result.payload` (metrics, provenance), `.matches`.
     """
-    from reconbench.modalities import for_track
     from reconbench.signing import default_key_path, generate_key
 
     key_path = Path(key) if key is not None else default_key_path()
     if key is None and not key_path.exists():
         generate_key(key_path)
-    check_track_and_key(track, key_path)
+    modality = check_track_and_key(track, key_path)
 
     def command_for(spec: str) -> str:  # what the CLI would have been given; never sys.argv (it holds local paths)
         return command if command is not None else _command_of(track, spec, scenario, seed, device, options, budget, surrogate)
 
-    return for_track(track).evaluate(attack, track, key_path=key_path, command_for=command_for, scenario=scenario,
-                                     seed=seed, device=device, options=options, budget=budget, out=out,
-                                     weights_dir=weights_dir, progress=progress, surrogate=surrogate)
+    return modality.evaluate(attack, track, key_path=key_path, command_for=command_for, scenario=scenario, seed=seed,
+                             device=device, options=options, budget=budget, out=out, weights_dir=weights_dir,
+                             progress=progress, surrogate=surrogate)
 
 
-def check_track_and_key(track: str, key_path: str | Path) -> None:
+def check_track_and_key(track: str, key_path: str | Path) -> Modality:
     """A misspelled track or a missing key is one line at once, before torch and the attack load
-    (it cost seconds of CPU: the command line calls this before importing anything heavy)."""
+    (it cost seconds of CPU: the command line calls this before importing anything heavy). Returns
+    the plug-in of the track's modality, which runs it."""
     from reconbench.modalities import for_track
     from reconbench.signing import check_key_file
 
     check_key_file(Path(key_path))  # not loaded: the key is read only to sign, after the attack ended
-    for_track(track).check_track(track)
+    modality = for_track(track)
+    modality.check_track(track)
+    return modality
 
 
 def _command_of(track, attack, scenario, seed, device, options, budget, surrogate) -> str:

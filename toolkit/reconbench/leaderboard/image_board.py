@@ -142,7 +142,8 @@ class ImageBoard:
         return cell_tables(rows, baselines.for_entries(self.references, rows) if len(rows) else [], by=("track", "scenario"))
 
     @staticmethod
-    def knowledge(cell: str, role: str | None) -> str:
+    def knowledge(cell: str, role: str | None = None) -> str:
+        """What an image attacker is given in this cell (the same whatever the attack)."""
         return "; ".join(KNOWLEDGE.get(axis, axis) for axis in cell.split("/"))
 
     def add_entries(self, pages, files: dict, nav: dict, catalogue: list[dict]) -> None:
@@ -230,7 +231,7 @@ def planned_matrix(planned: list) -> dict:
 def cell_tables(rows: pd.DataFrame, references=(), by=("scenario",)) -> list[dict]:
     """The image boards' tables: one ranking per taxonomy cell (leaderboard/cells.py)."""
     return cells.groups(rows, sort_board, BOARD_METRICS, LABELS, rank_metric, references, by=by,
-                        describe=lambda cell, _: "; ".join(KNOWLEDGE.get(axis, axis) for axis in cell.split("/")))
+                        describe=lambda cell, _: ImageBoard.knowledge(cell))
 
 
 def _in_frame_order(reports: list, frame: pd.DataFrame) -> list:

@@ -88,11 +88,6 @@ def _tracks() -> dict:
         return {}
 
 
-def _pinned_holdout(payload) -> str | None:
-    track = _tracks().get(payload.track)
-    return track.holdout_set_sha256 if track is not None else None
-
-
 def text_frame(reports) -> pd.DataFrame:
     """Text EntryReports -> one row each (failed ones keep a row without metrics), as entries_frame does."""
     from reconbench.catalogue import BY_NAME, TEXT_BY_NAME
@@ -135,7 +130,7 @@ def text_frame(reports) -> pd.DataFrame:
                     row[name] = float(metric.value)
             if name in TEXT_METRICS:
                 row[f"{name}_note"] = metric.note
-        leakage.fill_row(row, report, p, _pinned_holdout)
+        leakage.fill_row(row, report, p, lambda _: track.holdout_set_sha256 if track is not None else None)
         rows.append(row)
     frame = leakage.typed(pd.DataFrame(rows, columns=TEXT_COLUMNS))
     for m in TEXT_METRICS:
