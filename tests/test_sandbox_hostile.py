@@ -321,3 +321,35 @@ def test_the_mount_view_binds_libraries_and_hides_data(tmp_path):
     for never in ("/", "/etc", "/home", "/root", "/var", "/run", os.getcwd(), str(Path.home())):
         assert never not in bound, never
     assert all(not b.startswith(os.getcwd() + "/tests") for b in bound)
+
+
+def test_a_checkout_under_tmp_is_a_read_only_skeleton_in_the_sandbox(tmp_path):
+    """A venv and toolkit bound from under /tmp (a checkout cloned there): their parents in the
+    sandbox's private /tmp are read-only, and the checkout's other files are not there. Real bwrap."""
+    assert str(tmp_path).startswith("/tmp/"), tmp_path  # pytest's basetemp on Linux
+    checkout = tmp_path / "clone"
+    (checkout / "venv").mkdir(parents=True)
+    (checkout / "venv" / "lib.py").write_text("x = 1\n")
+    (checkout / "secret.txt").write_text("not for the attack\n")
+    before, after = mounts.tmp_skeletons([str(checkout / "venv")], [])
+    top = "/tmp/" + os.path.relpath(checkout, "/tmp").split("/")[0]
+    assert (before, after) == (["--tmpfs", top], ["--remount-ro", top])
+    assert mounts.tmp_skeletons([str(checkout / "venv")], [top]) == ([], [])  # a writable top stays writable
+    assert mounts.tmp_skeletons(["/root/.pyenv", "/usr/lib/python3"], []) == ([], [])
+
+    script = (f"import os\nprint(open({str(checkout / 'venv' / 'lib.py')!r}).read().strip())\n"
+              f"print(os.path.exists({str(checkout / 'secret.txt')!r}))\n"
+              f"for d in ({str(checkout)!r}, {top!r}):\n"
+              "    try:\n        open(os.path.join(d, 'planted'), 'w'); print('written')\n"
+              "    except OSError as e:\n        print(e.strerror)\n"
+              "open('/tmp/scratch', 'w'); print('tmp writable')\n")
+    args = [shutil.which("bwrap"), "--unshare-all", "--die-with-parent", *mounts.system_args(), *before]
+    for root in mounts.python_roots():
+        args += ["--ro-bind", root, root]
+    args += ["--ro-bind", str(checkout / "venv"), str(checkout / "venv"), *after, "--", sys.executable, "-c", script]
+    import subprocess
+
+    out = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:5] == ["x = 1", "False", "Read-only file system", "Read-only file system", "tmp writable"]
+    assert not (checkout / "planted").exists() and not (tmp_path / "planted").exists()

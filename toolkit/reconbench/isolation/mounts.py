@@ -10,6 +10,9 @@ installed library that holds data sets (scikit-learn's digits CSV, gensim's test
 (/usr/share/datasets), and any cache, key or home folder that happens to lie inside a bound folder.
 Not seen at all: home, /etc, /var, /run, /srv, /opt, /mnt, /work, the project's checkout, the
 current folder. /tmp is a private, empty tmpfs; /proc belongs to the sandbox's own PID namespace.
+A bound folder that lies under /tmp (a checkout and its venv cloned there) gets its top folder under
+/tmp as a read-only skeleton (`tmp_skeletons`): the checkout's other files stay unseen, and the
+mount points bubblewrap makes there are not a writable copy of the host's path.
 """
 
 from __future__ import annotations
@@ -165,3 +168,15 @@ def system_args() -> list[str]:
         elif os.path.isdir(path):
             args += ["--ro-bind", path, path]
     return args + ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+
+
+def tmp_skeletons(bound: list[str], writable: list[str]) -> tuple[list[str], list[str]]:
+    """For bound folders under /tmp: (arguments before the binds, arguments after every bind).
+
+    bubblewrap makes a bind's missing parents as plain folders on the private /tmp, which the attack
+    could write into (a file in `/tmp/<checkout>` looks like the host's checkout from inside). Each
+    such top folder becomes an empty tmpfs before the binds and is made read-only after them; the
+    binds inside keep their own flags. A writable folder that is itself such a top is left as it is."""
+    tops = sorted({"/tmp/" + os.path.relpath(p, "/tmp").split("/")[0] for p in map(os.path.realpath, bound)
+                   if _within(p, "/tmp") and p != "/tmp"} - {os.path.realpath(w) for w in writable})
+    return [a for top in tops for a in ("--tmpfs", top)], [a for top in tops for a in ("--remount-ro", top)]

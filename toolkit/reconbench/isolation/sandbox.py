@@ -100,6 +100,8 @@ class Bubblewrap:
         for k, v in sorted(env.items()):
             args += ["--setenv", k, v]
         args += mounts.system_args()
+        skeletons, seal = mounts.tmp_skeletons(roots + [str(package.resolve())], list(writable))
+        args += skeletons
         for root in roots:
             args += ["--ro-bind", root, root]
         args += mounts.dataset_hides(roots)
@@ -111,6 +113,7 @@ class Bubblewrap:
             args += ["--bind", folder, folder]
         if attack_dir is not None:
             args += ["--ro-bind", str(attack_dir), ATTACK_ROOT]
+        args += seal  # bound folders' parents under /tmp: read-only
         args += ["--dir", HOME, "--chdir", "/tmp", "--remount-ro", "/"]  # writable: /tmp (and a GAN-prior cache) only
         if status_fd is not None:
             args += ["--json-status-fd", str(status_fd)]
