@@ -36,10 +36,10 @@ sys.path.insert(0, str(REPO / "toolkit"))
 
 import torch  # noqa: E402
 
-from reconbench.attacks import Progress  # noqa: E402
-from reconbench.evaluation import attack_run  # noqa: E402
+from reconbench.image.attacks import Progress  # noqa: E402
+from reconbench.pipeline.evaluation import attack_run  # noqa: E402
 from reconbench.sweep.grid import load_grid  # noqa: E402
-from reconbench.tracks import get_track  # noqa: E402
+from reconbench.core.tracks import get_track  # noqa: E402
 
 
 class OverBudget(Exception):
@@ -100,7 +100,7 @@ def measure(track_id: str, attack: str, scenario: str | None, surrogate: str | N
     progress = Progress(timer.task)
     prepare = None
     if surrogate:
-        from reconbench.surrogate import route
+        from reconbench.image.surrogate import route
 
         def prepare(knowledge):
             got = route.steal(track, knowledge, surrogate, budget="default", overrides={}, seed=0, progress=progress)

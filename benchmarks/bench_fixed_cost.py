@@ -6,7 +6,7 @@ Three commands, each in a fresh interpreter (as a user runs them), one torch thr
 track's 500 images, DeepInversion at two iteration counts:
   reference    benchmarks/reference_deepinversion.py: the NVlabs-style loop alone (torch + safetensors)
   evaluate     recon-submit evaluate --attack deepinversion --set iterations=T --threads 1 (offline):
-               the attack in its own process (reconbench.isolation), then scoring and signing
+               the attack in its own process (reconbench.pipeline.isolation), then scoring and signing
   in-process   the same work in one interpreter (evaluation.attack_run(isolate=False), score, sign):
                what evaluate costs without the attack's process; evaluate minus this = isolation
 Each cost c(T) = fixed + T x per-step: the per-step cost is the slope between the two counts, the
@@ -35,12 +35,12 @@ from bench_cpu import adopt_orphans, run_tree  # noqa: E402
 IN_PROCESS = """
 import sys, torch
 from pathlib import Path
-from reconbench.attacks import Progress
-from reconbench.evaluation import attack_run
-from reconbench.metrics import score
-from reconbench.tracks import get_track
-from reconbench.track_files import load_splits
-from reconbench.signing import generate_key, load_private_key, sign_payload
+from reconbench.image.attacks import Progress
+from reconbench.pipeline.evaluation import attack_run
+from reconbench.image.metrics import score
+from reconbench.core.tracks import get_track
+from reconbench.image.track_files import load_splits
+from reconbench.core.signing import generate_key, load_private_key, sign_payload
 torch.set_num_threads(1)
 track = get_track("digits")
 run = attack_run(track, "deepinversion", None, config={"iterations": int(sys.argv[1])}, seed=0,
@@ -82,7 +82,7 @@ def main() -> None:
         work = Path(tmp)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "toolkit"), os.environ.get("PYTHONPATH", "")]),
                "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "RECONBENCH_CACHE": str(work / "cache")}
-        from reconbench.signing import generate_key
+        from reconbench.core.signing import generate_key
 
         key = work / "key.pem"
         generate_key(key)

@@ -26,14 +26,14 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "toolkit"))
 
-from reconbench.attacks import ATTACKS, Progress  # noqa: E402
-from reconbench.knowledge import build_knowledge  # noqa: E402
+from reconbench.image.attacks import ATTACKS, Progress  # noqa: E402
+from reconbench.image.knowledge import build_knowledge  # noqa: E402
 from reconbench.leaderboard.baselines import KINDS as BASELINE_KINDS, baseline_images  # noqa: E402
-from reconbench.metrics import score  # noqa: E402
-from reconbench.metrics.classifier import eval_feature_fid, track_evaluator  # noqa: E402
-from reconbench.scenario import Scenario  # noqa: E402
-from reconbench.track_files import load_splits  # noqa: E402
-from reconbench.tracks import get_track  # noqa: E402
+from reconbench.image.metrics import score  # noqa: E402
+from reconbench.image.metrics.classifier import eval_feature_fid, track_evaluator  # noqa: E402
+from reconbench.core.scenario import Scenario  # noqa: E402
+from reconbench.image.track_files import load_splits  # noqa: E402
+from reconbench.core.tracks import get_track  # noqa: E402
 
 # The budgets of tests/test_attacks_gan.py (kept equal by hand: that file states the measured table).
 TEST_BUDGETS = {

@@ -1,4 +1,4 @@
-"""Overhead of the attack's sandbox (reconbench.isolation) on the default run, against no isolation at all.
+"""Overhead of the attack's sandbox (reconbench.pipeline.isolation) on the default run, against no isolation at all.
 
     python benchmarks/bench_isolation.py                       # the default run: deepinversion on digits
     python benchmarks/bench_isolation.py --budget quick --attack deepinversion --attack inv-alignment
@@ -46,9 +46,9 @@ def cpu_seconds() -> float:
 
 
 def run_once(attack: str, budget: str, mode: str):
-    from reconbench.attacks import Progress
-    from reconbench.evaluation import attack_run
-    from reconbench.tracks import get_track
+    from reconbench.image.attacks import Progress
+    from reconbench.pipeline.evaluation import attack_run
+    from reconbench.core.tracks import get_track
 
     if mode != "in-process":
         os.environ["RECONBENCH_SANDBOX"] = mode

@@ -24,10 +24,10 @@ import numpy as np
 from scipy import stats
 
 from reconbench.leaderboard.baselines import baseline_images
-from reconbench.metrics import score
-from reconbench.results import load_reconstructions
-from reconbench.track_files import load_holdout, load_splits
-from reconbench.tracks import get_track
+from reconbench.image.metrics import score
+from reconbench.image.results import load_reconstructions
+from reconbench.image.track_files import load_holdout, load_splits
+from reconbench.core.tracks import get_track
 
 METRICS = ("mse", "psnr", "ssim", "knn_dist")
 LARGER = {"mse": False, "psnr": True, "ssim": True, "knn_dist": False}

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_metrics_fid.py [--n 32] [--repeat 3] [--frechet-only]
 
 Part 1, the Fréchet distance of two 2048-d Gaussians (full-rank covariances from 4,096 samples,
-and few-sample features: 500 vs 500, as a digits run): ours (reconbench.metrics.fid) against
+and few-sample features: 500 vs 500, as a digits run): ours (reconbench.image.metrics.fid) against
 pytorch-fid's calculate_frechet_distance (scipy.linalg.sqrtm), both timed in this run, with
 the ratio and the relative difference.
 
@@ -27,11 +27,11 @@ import torch
 from bench_metrics_util import load, timed
 from threadpoolctl import threadpool_limits
 
-from reconbench.metrics import score
-from reconbench.metrics.feature_cache import cached_features
-from reconbench.metrics.fid import fid_from_features, frechet_distance, gaussian_stats
-from reconbench.metrics.inception import InceptionExtractor, standin_inception_state_dict
-from reconbench.metrics.testdata import perturb, photo_patches
+from reconbench.image.metrics import score
+from reconbench.image.metrics.feature_cache import cached_features
+from reconbench.image.metrics.fid import fid_from_features, frechet_distance, gaussian_stats
+from reconbench.image.metrics.inception import InceptionExtractor, standin_inception_state_dict
+from reconbench.image.metrics.testdata import perturb, photo_patches
 
 
 def frechet_part(d: int, repeat: int) -> None:

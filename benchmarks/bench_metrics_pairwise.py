@@ -23,11 +23,11 @@ import torch
 from bench_metrics_util import load, same_class_pairs, timed
 from skimage.metrics import mean_squared_error, peak_signal_noise_ratio, structural_similarity
 
-from reconbench.metrics.lpips_metric import LPIPSExtractor, LPIPSKernel, standin_alexnet_state_dict
-from reconbench.metrics.pairwise import nearest_same_class
-from reconbench.metrics.pixel import MSEKernel, psnr_from_mse
-from reconbench.metrics.ssim import SSIMKernel, window_size
-from reconbench.metrics.testdata import perturb, photo_patches
+from reconbench.image.metrics.lpips_metric import LPIPSExtractor, LPIPSKernel, standin_alexnet_state_dict
+from reconbench.image.metrics.pairwise import nearest_same_class
+from reconbench.image.metrics.pixel import MSEKernel, psnr_from_mse
+from reconbench.image.metrics.ssim import SSIMKernel, window_size
+from reconbench.image.metrics.testdata import perturb, photo_patches
 
 TOL = {"mse": 1e-6, "psnr": 1e-6, "ssim": 1e-4, "lpips": 1e-4}
 

@@ -28,11 +28,11 @@ import numpy as np
 import torch
 from bench_metrics_util import exact_rss_accounting, load, mb, peak_rss, same_class_pairs
 
-from reconbench.metrics.lpips_metric import LPIPSExtractor, LPIPSKernel, standin_alexnet_state_dict
-from reconbench.metrics.pairwise import Budget, default_budget, nearest_same_class
-from reconbench.metrics.pixel import MSEKernel
-from reconbench.metrics.ssim import SSIMKernel
-from reconbench.metrics.testdata import perturb, photo_patches
+from reconbench.image.metrics.lpips_metric import LPIPSExtractor, LPIPSKernel, standin_alexnet_state_dict
+from reconbench.image.metrics.pairwise import Budget, default_budget, nearest_same_class
+from reconbench.image.metrics.pixel import MSEKernel
+from reconbench.image.metrics.ssim import SSIMKernel
+from reconbench.image.metrics.testdata import perturb, photo_patches
 
 
 class _Stop(Exception):

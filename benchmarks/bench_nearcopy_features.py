@@ -24,8 +24,8 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from reconbench.submissions.nearcopy import SHIFTS, _binomial, structure_features  # noqa: E402
-from reconbench.track_files import public_pool  # noqa: E402
-from reconbench.tracks import get_track  # noqa: E402
+from reconbench.image.track_files import public_pool  # noqa: E402
+from reconbench.core.tracks import get_track  # noqa: E402
 
 
 def reference(images: np.ndarray, shift: tuple[int, int]) -> torch.Tensor:

@@ -43,9 +43,9 @@ def run(attack: str, budget: str, seed: int, runs: Path | None = None) -> np.nda
 
 
 def _run(attack: str, budget: str, seed: int) -> np.ndarray:
-    from reconbench.attacks import Progress
-    from reconbench.evaluation import attack_run
-    from reconbench.tracks import get_track
+    from reconbench.image.attacks import Progress
+    from reconbench.pipeline.evaluation import attack_run
+    from reconbench.core.tracks import get_track
 
     out = attack_run(get_track("digits"), attack, None, config={}, seed=seed, device=torch.device("cpu"),
                      progress=Progress(), budget=budget)
@@ -84,7 +84,7 @@ def copy_share(a: np.ndarray, b: np.ndarray) -> float:
 def main() -> None:
     from reconbench.submissions.checks.duplicates import DUPLICATE_SHARE
     from reconbench.submissions.nearcopy import public_space
-    from reconbench.tracks import get_track
+    from reconbench.core.tracks import get_track
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--attack", action="append", help=f"attack name (repeatable; default: {', '.join(IMAGE_ATTACKS)})")

@@ -102,7 +102,7 @@ def main(argv=None) -> int:
             shutil.rmtree(template, ignore_errors=True)
             template = evaluate_entry(work, make_key(work, "template"), seed=0, iterations=30)
         examples = sorted((REPO / "submissions").glob("*/*/reconstructions.safetensors"))
-        from reconbench.results import load_reconstructions
+        from reconbench.image.results import load_reconstructions
 
         shape = load_reconstructions(template / "reconstructions.safetensors")[0].shape
         sources = diverse_sources([e.parent for e in examples], shape)

@@ -32,7 +32,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--cpus", type=int, default=os.cpu_count() or 1, help="worker slots of local Ray")
     args = parser.parse_args(argv)
 
-    from reconbench.signing import generate_key
+    from reconbench.core.signing import generate_key
     from reconbench.sweep import load_grid, run_sweep
     from reconbench.sweep.cluster import ray_session
 

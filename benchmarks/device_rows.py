@@ -39,14 +39,14 @@ def timed(device: str, fn):
 
 
 def images(n: int, size: int = 32, seed: int = 0):
-    from reconbench.metrics.testdata import photo_patches
+    from reconbench.image.metrics.testdata import photo_patches
 
     return photo_patches(n, size=size, seed=seed)  # real photo patches, class = source photo
 
 
 def row_pairwise(device: str, dry: bool) -> str:
     """MSE/PSNR/SSIM through the pairwise engine (metrics.score) on the device vs the CPU."""
-    from reconbench.metrics import score
+    from reconbench.image.metrics import score
 
     n = 60 if dry else 2000
     rec, rec_y = images(n, seed=1)
@@ -62,7 +62,7 @@ def row_pairwise(device: str, dry: bool) -> str:
 
 def row_lpips(device: str, dry: bool) -> str:
     """LPIPS (stand-in AlexNet backbone unless the real file is there) on the device vs the CPU."""
-    from reconbench.metrics.lpips_metric import LPIPSExtractor, lpips_pairwise, standin_alexnet_state_dict
+    from reconbench.image.metrics.lpips_metric import LPIPSExtractor, lpips_pairwise, standin_alexnet_state_dict
 
     n = 16 if dry else 1000
     x, _ = images(n, seed=3)
@@ -78,8 +78,8 @@ def row_lpips(device: str, dry: bool) -> str:
 
 def row_fid(device: str, dry: bool) -> str:
     """FID on the device: Inception features of two image sets (stand-in weights offline) and the distance."""
-    from reconbench.metrics.fid import fid_from_features
-    from reconbench.metrics.inception import InceptionExtractor, standin_inception_state_dict
+    from reconbench.image.metrics.fid import fid_from_features
+    from reconbench.image.metrics.inception import InceptionExtractor, standin_inception_state_dict
 
     n = 8 if dry else 2000
     extractor = InceptionExtractor.from_weights(None, device=device)
@@ -94,10 +94,10 @@ def row_fid(device: str, dry: bool) -> str:
 
 
 def _attack_seconds_per_iteration(name: str, device: str, config: dict, budget: str = "default") -> str:
-    """The attack as `evaluate` runs it (its own process, reconbench.isolation); the time includes that start."""
-    from reconbench.attacks import Progress
-    from reconbench.evaluation import attack_run
-    from reconbench.tracks import get_track
+    """The attack as `evaluate` runs it (its own process, reconbench.pipeline.isolation); the time includes that start."""
+    from reconbench.image.attacks import Progress
+    from reconbench.pipeline.evaluation import attack_run
+    from reconbench.core.tracks import get_track
 
     run, seconds = timed(device, lambda: attack_run(get_track("digits"), name, None, config=config, seed=0,
                                                     device=torch.device(device), progress=Progress(), budget=budget))
@@ -111,7 +111,7 @@ def row_deepinversion(device: str, dry: bool) -> str:
 
 
 def row_gan(device: str, dry: bool) -> str:
-    from reconbench.attacks import ATTACKS
+    from reconbench.image.attacks import ATTACKS
 
     name = next((a for a in GAN_ATTACKS if a in ATTACKS), None)
     if name is None:
@@ -121,7 +121,7 @@ def row_gan(device: str, dry: bool) -> str:
 
 def row_zoo(device: str, dry: bool) -> str:
     """The zoo's training code (zoo.targets.train_model) on a CIFAR-10-shaped VGG16 for one short epoch."""
-    from reconbench.data.arrays import ArraySet
+    from reconbench.image.data.arrays import ArraySet
     from reconbench.zoo.targets import Overrides, plan, train_model
 
     spec, recipe, kwargs = plan("cifar10-vgg16-n1000", Overrides(epochs=1, width_div=8 if dry else None))
@@ -136,8 +136,8 @@ def row_zoo(device: str, dry: bool) -> str:
 
 def row_sweep(device: str, dry: bool) -> str:
     """Two MI-Face jobs (quick budget) through `sweep` on a local Ray instance, on the device."""
-    from reconbench.results import verify_result_dir
-    from reconbench.signing import generate_key
+    from reconbench.image.results import verify_result_dir
+    from reconbench.core.signing import generate_key
     from reconbench.sweep import Job, run_sweep
 
     jobs = [Job("digits", "mi-face", "static/white-box/none", seed, "quick", {"init": "uniform"}) for seed in (0, 1)]

@@ -7,7 +7,7 @@ knowledge view, no second process, no metrics, no signature. bench_fixed_cost.py
     python benchmarks/reference_deepinversion.py --iterations 100 --out /tmp/di.safetensors
 
 The model is the embedded digits CNN (reconbench/data/digits/cnn.safetensors) built from its class
-(reconbench.models.small.SmallCNN): the same network, loaded the plain way.
+(reconbench.image.models.small.SmallCNN): the same network, loaded the plain way.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from reconbench.models.small import SmallCNN
+from reconbench.image.models.small import SmallCNN
 
 MODEL = Path(__file__).resolve().parents[1] / "toolkit" / "reconbench" / "data" / "digits" / "cnn.safetensors"
 

@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from reconbench.metrics.membership import entry_leaks
+from reconbench.image.metrics.membership import entry_leaks
 
 SHOWN = ("mse", "psnr", "ssim", "knn_dist", "bleu", "rouge_l", "similarity", "exact_match")
 

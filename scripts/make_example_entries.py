@@ -26,17 +26,17 @@ import sys
 import tempfile
 from pathlib import Path
 
-from reconbench.attacks import ATTACKS, AttackError
+from reconbench.image.attacks import ATTACKS, AttackError
 from reconbench.cli import parse_overrides
-from reconbench.evaluation import choose_scenario, evaluate
-from reconbench.results import RESULT_FILE, ResultError
+from reconbench.pipeline.evaluation import choose_scenario, evaluate
+from reconbench.image.results import RESULT_FILE, ResultError
 from reconbench.text.results import parse_any_result as parse_result_json  # image or text entries
 from reconbench.text.tracks import get_text_track, is_text_track
-from reconbench.signing import default_key_path, generate_key
+from reconbench.core.signing import default_key_path, generate_key
 from reconbench.submissions import validate_board
 from reconbench.submissions.layout import README_FILE
 from reconbench.submissions.submit import submit_result
-from reconbench.tracks import get_track
+from reconbench.core.tracks import get_track
 
 TEAM = "reconbench-baselines"
 TEAM_NAME = "ReconBench baselines"
@@ -132,8 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.scenario and not args.surrogate:
         track = get_track(args.track)
         cells = {n: str(choose_scenario(track, ATTACKS[n], args.scenario)) for n in (args.attack or cells)}
-    if args.surrogate:  # the surrogate route runs in a black-box cell (reconbench.surrogate.route)
-        from reconbench.surrogate import route
+    if args.surrogate:  # the surrogate route runs in a black-box cell (reconbench.image.surrogate.route)
+        from reconbench.image.surrogate import route
 
         track = get_track(args.track)
         cells = {n: str(route.choose_cell(track, ATTACKS[n], args.scenario, args.surrogate)) for n in (args.attack or cells)}

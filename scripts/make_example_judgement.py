@@ -27,7 +27,7 @@ from judgeserver import MODEL, JudgeServer, best_policy  # noqa: E402
 from reconbench.judge.api import run_study  # noqa: E402
 from reconbench.judge.client import Endpoint  # noqa: E402
 from reconbench.judge.runner import Options  # noqa: E402
-from reconbench.signing import default_key_path, generate_key  # noqa: E402
+from reconbench.core.signing import default_key_path, generate_key  # noqa: E402
 
 TEAM = "reconbench-baselines"
 ATTACKS = ["deepinversion", "deepdream"]  # their current example entries on digits

@@ -32,9 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.environ["RECONBENCH_SANDBOX"] = "bubblewrap"  # a sandboxed re-run or an error, never a silent fallback
 
-    from reconbench.io import sha256_file
+    from reconbench.core.io import sha256_file
     from reconbench.reproduction.rerun import _is_text, load_entry, rerun
-    from reconbench.results import parse_result_json
+    from reconbench.image.results import parse_result_json
 
     folders = args.entries or sorted(p.parent for p in args.root.glob("*/*/result.json"))
     rows, differ = [], 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from reconbench.metrics import score
+from reconbench.image.metrics import score
 
 
 def score_against_noise(rec, target):

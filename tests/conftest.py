@@ -34,7 +34,7 @@ def _private_toolkit_home(tmp_path_factory):
 @pytest.fixture(scope="session")
 def signing_key(tmp_path_factory):
     """A fresh ed25519 key file for tests that sign results."""
-    from reconbench.signing import generate_key
+    from reconbench.core.signing import generate_key
 
     path, _ = generate_key(tmp_path_factory.mktemp("keys") / "test.pem")
     return path
@@ -44,7 +44,7 @@ def signing_key(tmp_path_factory):
 def single_torch_thread():
     """Opt in per module (pytestmark = pytest.mark.usefixtures("single_torch_thread")): the metric
     tests run many small tensor ops, where torch's thread pool costs more than it gains."""
-    from reconbench.threads import one_torch_thread
+    from reconbench.core.threads import one_torch_thread
 
     with one_torch_thread():
         yield

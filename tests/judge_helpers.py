@@ -15,7 +15,7 @@ TEAM = "reconbench-baselines"
 def example_entry(attack: str, track: str = "digits") -> str:
     """The example board's entry id of `attack` on `track` (static cell), found by reading the entries:
     example entries are re-made from time to time, so their ids are not written down here."""
-    from reconbench.results import parse_result_json
+    from reconbench.image.results import parse_result_json
 
     found = []
     for result in (REPO / "submissions" / TEAM).glob("*/result.json"):

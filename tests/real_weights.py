@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reconbench.metrics.weights import WeightSpec, conversion_source, hub_checkpoint_dir, weights_cache_dir
+from reconbench.image.metrics.weights import WeightSpec, conversion_source, hub_checkpoint_dir, weights_cache_dir
 
 
 def real_weights_dir(spec: WeightSpec) -> Path | None:

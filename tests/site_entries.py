@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from reconbench.evaluation import evaluate
-from reconbench.io import save_arrays
-from reconbench.results import RECONSTRUCTIONS_FILE, RESULT_FILE, ResultFile, Signature, load_reconstructions
-from reconbench.signing import generate_key, load_private_key, sign_payload
+from reconbench.pipeline.evaluation import evaluate
+from reconbench.core.io import save_arrays
+from reconbench.image.results import RECONSTRUCTIONS_FILE, RESULT_FILE, ResultFile, Signature, load_reconstructions
+from reconbench.core.signing import generate_key, load_private_key, sign_payload
 from reconbench.submissions.submit import submit_result
 
 # An empty folder (evaluate's preflight wants --weights-dir to exist): FID/LPIPS "not computed", fast, offline
@@ -71,7 +71,7 @@ def diverse_sources(folders: list[Path], shape: tuple[int, ...], share: float = 
     """Entry folders whose reconstructions have the given shape and at most `share` of them near-copies
     of another of the same entry (class-level attacks such as MI-Face return one image per class)."""
     from reconbench.submissions.nearcopy import Space, public_thresholds
-    from reconbench.tracks import get_track
+    from reconbench.core.tracks import get_track
 
     out = []
     for folder in folders:
@@ -99,10 +99,10 @@ def blend_entries(template: Path, sources: list[Path], root: Path, count: int, k
     hash and metrics replaced, signed by a fresh team key: entries i*per_team .. (i+1)*per_team - 1 are team i's,
     the seeds of its one configuration (a seed group, as the SoK's 3-5 seeds make one: a board of N
     entries has N / per_team teams, so each entry's seed-copy comparisons stay per_team - 1 whatever N)."""
-    from reconbench.io import sha256_file
-    from reconbench.metrics import score
-    from reconbench.track_files import load_splits
-    from reconbench.tracks import get_track
+    from reconbench.core.io import sha256_file
+    from reconbench.image.metrics import score
+    from reconbench.image.track_files import load_splits
+    from reconbench.core.tracks import get_track
 
     rng = np.random.default_rng(seed)
     result = ResultFile.model_validate(json.loads((Path(template) / RESULT_FILE).read_text()))

@@ -10,8 +10,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from reconbench.results import RECONSTRUCTIONS_FILE, RESULT_FILE
-from reconbench.signing import generate_key, load_private_key, sign_payload
+from reconbench.image.results import RECONSTRUCTIONS_FILE, RESULT_FILE
+from reconbench.core.signing import generate_key, load_private_key, sign_payload
 from reconbench.submissions import validate_board
 from reconbench.submissions.team import Team, write_team
 
@@ -32,7 +32,7 @@ def base(tmp_path_factory) -> Base:
     """Evaluate once per session (mi-face runs in seconds), then reuse."""
     global _BASE
     if _BASE is None:
-        from reconbench.evaluation import evaluate
+        from reconbench.pipeline.evaluation import evaluate
         from reconbench.submissions.submit import submit_result
 
         home = tmp_path_factory.mktemp("submission-base")

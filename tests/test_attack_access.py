@@ -9,15 +9,15 @@ import pytest
 import torch
 from torch import nn
 
-from reconbench.attacks import ATTACKS, Progress
-from reconbench.data.arrays import ArraySet
-from reconbench.dynamic import GRADIENT_BATCH_SIZE, LinkedQueryFunction, ObservedGradients
-from reconbench.evaluation import evaluate, run_attack
-from reconbench.knowledge import KnowledgeError, QueryBudgetExceeded, QueryFunction, build_knowledge, check_attack_fits
-from reconbench.scenario import Scenario
-from reconbench.signing import generate_key
-from reconbench.tracks import get_track
-from reconbench.track_files import load_splits
+from reconbench.image.attacks import ATTACKS, Progress
+from reconbench.image.data.arrays import ArraySet
+from reconbench.image.dynamic import GRADIENT_BATCH_SIZE, LinkedQueryFunction, ObservedGradients
+from reconbench.pipeline.evaluation import evaluate, run_attack
+from reconbench.image.knowledge import KnowledgeError, QueryBudgetExceeded, QueryFunction, build_knowledge, check_attack_fits
+from reconbench.core.scenario import Scenario
+from reconbench.core.signing import generate_key
+from reconbench.core.tracks import get_track
+from reconbench.image.track_files import load_splits
 
 DYNAMIC_WHITE = Scenario.parse("dynamic/white-box/none")
 DYNAMIC_BLACK = Scenario.parse("dynamic/black-box/same")

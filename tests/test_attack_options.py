@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from reconbench.attacks import ATTACKS, AttackError, load_attack
-from reconbench.attacks.options import BUDGETS, check_declaration, resolve_options
+from reconbench.image.attacks import ATTACKS, AttackError, load_attack
+from reconbench.image.attacks.options import BUDGETS, check_declaration, resolve_options
 from reconbench.cli import app
-from reconbench.signing import generate_key
+from reconbench.core.signing import generate_key
 
 runner = CliRunner()
 TOOLKIT = str(Path(__file__).resolve().parents[1] / "toolkit")
@@ -94,7 +94,7 @@ def test_overrides_apply_on_top_of_the_preset():
 
 _LEGACY = (
     "import torch\n"
-    "from reconbench.attacks.base import Attack, Reconstruction\n"
+    "from reconbench.image.attacks.base import Attack, Reconstruction\n"
     "class Old(Attack):\n"
     "    name='old'; paper='none'; family='optimization'; scenarios=('static/white-box/none',)\n"
     "    defaults = {'iterations': 3, 'lr': 0.5, 'mode': 'a', 'flag': False, 'extra': None}\n"
@@ -119,7 +119,7 @@ def test_old_style_non_scalar_default_and_reserved_name_are_clear(tmp_path):
     file = tmp_path / "bad.py"
     file.write_text(
         "from pydantic import Field\n"
-        "from reconbench.attacks.base import Attack, AttackOptions\n"
+        "from reconbench.image.attacks.base import Attack, AttackOptions\n"
         "class Listy(Attack):\n"
         "    name='listy'; paper='none'; family='optimization'; scenarios=('static/white-box/none',)\n"
         "    defaults = {'sizes': [1, 2]}\n"

@@ -6,14 +6,14 @@ from scipy.optimize import nnls
 
 from attack_scoring import score_against_noise
 
-from reconbench.attacks import ATTACKS, Progress, enforce_size
-from reconbench.attacks.bias_rec import is_homogeneous, margins, with_modified_relu
-from reconbench.knowledge import build_knowledge
-from reconbench.models import build_model
-from reconbench.models.training import accuracy
-from reconbench.scenario import Scenario
-from reconbench.tracks import get_track
-from reconbench.track_files import load_splits, load_target_model
+from reconbench.image.attacks import ATTACKS, Progress, enforce_size
+from reconbench.image.attacks.bias_rec import is_homogeneous, margins, with_modified_relu
+from reconbench.image.knowledge import build_knowledge
+from reconbench.image.models import build_model
+from reconbench.image.models.training import accuracy
+from reconbench.core.scenario import Scenario
+from reconbench.core.tracks import get_track
+from reconbench.image.track_files import load_splits, load_target_model
 
 WHITE_BOX = Scenario.parse("static/white-box/none")
 

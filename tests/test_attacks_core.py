@@ -5,11 +5,11 @@ import torch
 
 from attack_scoring import score_against_noise
 
-from reconbench.attacks import ATTACKS, AttackError, Progress, Reconstruction, enforce_size, load_attack
-from reconbench.knowledge import build_knowledge
-from reconbench.scenario import Scenario
-from reconbench.tracks import get_track
-from reconbench.track_files import load_splits
+from reconbench.image.attacks import ATTACKS, AttackError, Progress, Reconstruction, enforce_size, load_attack
+from reconbench.image.knowledge import build_knowledge
+from reconbench.core.scenario import Scenario
+from reconbench.core.tracks import get_track
+from reconbench.image.track_files import load_splits
 
 
 def test_size_rule_replicates_fewer_reconstructions():
@@ -38,7 +38,7 @@ def test_bring_your_own_attack(tmp_path):
     file = tmp_path / "mine.py"
     file.write_text(
         "import torch\n"
-        "from reconbench.attacks.base import Attack, Reconstruction\n"
+        "from reconbench.image.attacks.base import Attack, Reconstruction\n"
         "class Grey(Attack):\n"
         "    name='grey'; paper='none'; family='optimization'; scenarios=('static/white-box/none',)\n"
         "    def run(self, knowledge, *, seed, progress):\n"

@@ -4,13 +4,13 @@ import torch
 
 from attack_scoring import score_against_noise
 
-from reconbench.attacks import ATTACKS, Progress, enforce_size
-from reconbench.attacks import deep_inversion
-from reconbench.attacks.priors import l2_prior, nvlabs_l2, nvlabs_tv_l2, total_variation
-from reconbench.knowledge import build_knowledge
-from reconbench.scenario import Scenario
-from reconbench.tracks import get_track
-from reconbench.track_files import load_splits
+from reconbench.image.attacks import ATTACKS, Progress, enforce_size
+from reconbench.image.attacks import deep_inversion
+from reconbench.image.attacks.priors import l2_prior, nvlabs_l2, nvlabs_tv_l2, total_variation
+from reconbench.image.knowledge import build_knowledge
+from reconbench.core.scenario import Scenario
+from reconbench.core.tracks import get_track
+from reconbench.image.track_files import load_splits
 
 
 def _dream(n=None, **config):

@@ -4,15 +4,15 @@ import math
 
 import torch
 
-from reconbench.attacks import ATTACKS, Progress, enforce_size
-from reconbench.attacks.priors import BatchedLBFGS
-from reconbench.dynamic import observed_gradients
-from reconbench.knowledge import build_knowledge
-from reconbench.metrics import score
-from reconbench.models import build_model
-from reconbench.scenario import Scenario
-from reconbench.tracks import get_track
-from reconbench.track_files import load_splits
+from reconbench.image.attacks import ATTACKS, Progress, enforce_size
+from reconbench.image.attacks.priors import BatchedLBFGS
+from reconbench.image.dynamic import observed_gradients
+from reconbench.image.knowledge import build_knowledge
+from reconbench.image.metrics import score
+from reconbench.image.models import build_model
+from reconbench.core.scenario import Scenario
+from reconbench.core.tracks import get_track
+from reconbench.image.track_files import load_splits
 
 SCENARIO = Scenario.parse("dynamic/white-box/none")
 

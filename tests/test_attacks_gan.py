@@ -48,19 +48,19 @@ import pytest
 import torch
 from torch import nn
 
-from reconbench.attacks import ATTACKS, Progress, enforce_size
-from reconbench.attacks.base import class_balanced_labels
-from reconbench.attacks.gan.augment import color_jitter, geometric
-from reconbench.attacks.gan.cache import cache_dir
-from reconbench.attacks.gan.training import max_margin
-from reconbench.attacks.plg_mi import top_n_selection
-from reconbench.data.arrays import ArraySet
-from reconbench.knowledge import Knowledge, PublicFacts, QueryFunction, build_knowledge
-from reconbench.metrics import score
-from reconbench.metrics.classifier import eval_feature_fid, logits_and_features, track_evaluator
-from reconbench.scenario import Scenario
-from reconbench.tracks import get_track
-from reconbench.track_files import load_splits
+from reconbench.image.attacks import ATTACKS, Progress, enforce_size
+from reconbench.image.attacks.base import class_balanced_labels
+from reconbench.image.attacks.gan.augment import color_jitter, geometric
+from reconbench.image.attacks.gan.cache import cache_dir
+from reconbench.image.attacks.gan.training import max_margin
+from reconbench.image.attacks.plg_mi import top_n_selection
+from reconbench.image.data.arrays import ArraySet
+from reconbench.image.knowledge import Knowledge, PublicFacts, QueryFunction, build_knowledge
+from reconbench.image.metrics import score
+from reconbench.image.metrics.classifier import eval_feature_fid, logits_and_features, track_evaluator
+from reconbench.core.scenario import Scenario
+from reconbench.core.tracks import get_track
+from reconbench.image.track_files import load_splits
 
 SCENARIO = Scenario.parse("static/white-box/same")
 GAN_ATTACKS = ("revealer", "kedmi", "plg-mi")
@@ -170,8 +170,8 @@ def test_prior_is_cached_keyed_by_seed_and_a_bad_cache_file_is_retrained():
 
 
 def test_evaluate_records_the_prior_in_the_signed_provenance(tmp_path, signing_key):
-    from reconbench.evaluation import evaluate
-    from reconbench.results import verify_result_dir
+    from reconbench.pipeline.evaluation import evaluate
+    from reconbench.image.results import verify_result_dir
 
     out = evaluate(track_id="digits", attack_spec="kedmi", seed=3, out=tmp_path / "r", key_path=signing_key,
                    config={"gan_epochs": 1, "iterations": 2}, command="test")
@@ -246,7 +246,7 @@ def test_paper_64x64_networks_train_and_invert_one_step(name):
     """The official 64x64 architectures (GMI/KEDMI G 512x4x4 -> 3x64x64, GMI critic, KEDMI D with
     4,096 features + MBD, PLG-MI ResNet G 1024 -> 64 channels and SN projection D) on a CelebA-shaped
     synthetic input: one GAN step and one latent step, end to end through the attack."""
-    from reconbench.attacks.gan.architectures import paper_64
+    from reconbench.image.attacks.gan.architectures import paper_64
 
     arch = paper_64()
     assert arch.generator()(torch.zeros(2, 100)).shape == (2, 3, 64, 64)
@@ -264,7 +264,7 @@ def test_paper_64x64_networks_on_cuda(name):
 def test_attack_facts_are_bounded_and_absent_facts_stay_out_of_the_signed_form():
     from pydantic import ValidationError
 
-    from reconbench.results import Provenance
+    from reconbench.image.results import Provenance
 
     base = dict(toolkit_version="x", python="3", torch="2", device="cpu", hardware="h", seed=0, command="c",
                 started="2026-01-01T00:00:00Z", finished="2026-01-01T00:00:01Z", wall_seconds=1.0)
@@ -277,7 +277,7 @@ def test_attack_facts_are_bounded_and_absent_facts_stay_out_of_the_signed_form()
 
 def test_the_prior_key_depends_on_the_cpu_thread_count():
     """A prior trained with another thread count is another prior: it is never reused as this one."""
-    from reconbench.attacks.gan.cache import prior_key
+    from reconbench.image.attacks.gan.cache import prior_key
 
     spec = {"aux": "abc", "arch": "digits-8", "seed": 0}
     before = torch.get_num_threads()

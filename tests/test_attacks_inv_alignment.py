@@ -4,12 +4,12 @@ import torch
 
 from attack_scoring import score_against_noise
 
-from reconbench.attacks import ATTACKS, Progress, enforce_size
-from reconbench.attacks.inv_alignment import InversionDecoder, train_inversion, truncate_posteriors
-from reconbench.knowledge import build_knowledge
-from reconbench.scenario import Scenario
-from reconbench.tracks import get_track
-from reconbench.track_files import load_splits
+from reconbench.image.attacks import ATTACKS, Progress, enforce_size
+from reconbench.image.attacks.inv_alignment import InversionDecoder, train_inversion, truncate_posteriors
+from reconbench.image.knowledge import build_knowledge
+from reconbench.core.scenario import Scenario
+from reconbench.core.tracks import get_track
+from reconbench.image.track_files import load_splits
 
 SCENARIO = Scenario.parse("static/black-box/same")
 

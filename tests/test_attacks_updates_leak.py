@@ -3,15 +3,15 @@
 import numpy as np
 import torch
 
-from reconbench.attacks import ATTACKS, Progress, enforce_size
-from reconbench.attacks.updates_leak import best_match_loss, shadow_deltas
-from reconbench.dynamic import UPDATE_RECIPE, _order, fine_tune
-from reconbench.knowledge import build_knowledge
-from reconbench.metrics import score
-from reconbench.models import build_model
-from reconbench.scenario import Scenario
-from reconbench.tracks import get_track
-from reconbench.track_files import load_splits
+from reconbench.image.attacks import ATTACKS, Progress, enforce_size
+from reconbench.image.attacks.updates_leak import best_match_loss, shadow_deltas
+from reconbench.image.dynamic import UPDATE_RECIPE, _order, fine_tune
+from reconbench.image.knowledge import build_knowledge
+from reconbench.image.metrics import score
+from reconbench.image.models import build_model
+from reconbench.core.scenario import Scenario
+from reconbench.core.tracks import get_track
+from reconbench.image.track_files import load_splits
 
 SCENARIO = Scenario.parse("dynamic/black-box/same")
 
@@ -24,7 +24,7 @@ def test_best_match_loss_matches_each_real_image_to_its_closest_fake():
 
 def test_vectorised_shadow_update_equals_the_harness_update():
     """The attacker's vectorised shadow updates follow the public recipe: for the same update set
-    and batch order they must give the posterior change of reconbench.dynamic.fine_tune."""
+    and batch order they must give the posterior change of reconbench.image.dynamic.fine_tune."""
     torch.manual_seed(0)
     model = build_model("small-cnn").eval()
     for p in model.parameters():

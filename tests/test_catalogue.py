@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from reconbench.attacks import ATTACKS
-from reconbench.catalogue import BY_NAME, CATALOGUE
+from reconbench.image.attacks import ATTACKS
+from reconbench.core.catalogue import BY_NAME, CATALOGUE
 
 
 def test_catalogue_rows_match_the_attack_classes():
-    assert set(BY_NAME) == set(ATTACKS), "an attack is missing from reconbench/catalogue.py (or a row names no attack)"
+    assert set(BY_NAME) == set(ATTACKS), "an attack is missing from reconbench/core/catalogue.py (or a row names no attack)"
     assert len(BY_NAME) == len(CATALOGUE)
     for row in CATALOGUE:
         cls = ATTACKS[row.name]

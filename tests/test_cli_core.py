@@ -68,7 +68,7 @@ def test_verify_missing_file_and_malformed_json(result_dir, tmp_path):
 
 def test_verify_rejects_resigned_by_other_key_only_with_team_keys(result_dir, tmp_path):
     """A valid signature by another key verifies as a signature; the team check is `validate`'s."""
-    from reconbench.results import verify_result_dir, ResultError
+    from reconbench.image.results import verify_result_dir, ResultError
 
     doc = json.loads((result_dir / "result.json").read_text())
     with pytest.raises(ResultError, match="not one of the team's keys"):

@@ -37,7 +37,7 @@ def test_evaluate_options_are_explained():
 
 
 def test_tracks_lists_runnable_tracks_with_legend_and_counts():
-    from reconbench.tracks import all_tracks
+    from reconbench.core.tracks import all_tracks
 
     tracks = all_tracks()
     runnable = [t.id for t in tracks if t.status != "unpublished"]
@@ -53,7 +53,7 @@ def test_tracks_lists_runnable_tracks_with_legend_and_counts():
 
 def test_unknown_status_is_an_error_and_unknown_track_suggests_the_closest():
     assert one_error_line(recon("tracks", "--status", "bogus")) == "--status bogus: unknown status (one of embedded, published, unpublished)"
-    from reconbench.tracks import TrackError, get_track
+    from reconbench.core.tracks import TrackError, get_track
 
     with pytest.raises(TrackError) as err:
         get_track("digit-mlp")
@@ -87,7 +87,7 @@ def test_validate_outside_a_checkout_is_an_error(tmp_path):
 def test_eta_is_hidden_during_warm_up():
     from rich.progress import Progress
 
-    from reconbench.console import WarmETA
+    from reconbench.core.console import WarmETA
 
     column = WarmETA()
     with Progress(column, transient=True) as bar:
@@ -108,7 +108,7 @@ def test_recorded_command_leaves_out_local_paths():
 
 
 def test_git_dirty_means_the_toolkit_code_differs(tmp_path):
-    from reconbench.results import git_state
+    from reconbench.image.results import git_state
 
     pkg = tmp_path / "toolkit" / "reconbench"
     pkg.mkdir(parents=True)

@@ -20,7 +20,7 @@ ATTACKS = textwrap.dedent('''
     import os, sys, time
     from pathlib import Path
     import torch
-    from reconbench.attacks.base import Attack, Reconstruction
+    from reconbench.image.attacks.base import Attack, Reconstruction
 
     class Boom(Attack):
         name = "boom"; paper = "test"; family = "optimization"; scenarios = ("static/white-box/none",)
@@ -178,12 +178,12 @@ def test_class_attribute_rules(work):
     """The same checks in-process (cheap): a built-in's name, the name pattern, a bad cell."""
     import importlib.util
 
-    from reconbench.attacks import AttackError, load_attack
+    from reconbench.image.attacks import AttackError, load_attack
 
     spec = importlib.util.spec_from_file_location("att_inproc", work / "att.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    with pytest.raises(AttackError, match=r"name 'mi-face' is taken by the built-in attack reconbench.attacks.mi_face:MIFace"):
+    with pytest.raises(AttackError, match=r"name 'mi-face' is taken by the built-in attack reconbench.image.attacks.mi_face:MIFace"):
         load_attack(module.Clash)
     with pytest.raises(AttackError, match=r"name 'My Attack' must match \^\[a-z0-9\]"):
         load_attack(module.BadName)
@@ -207,8 +207,8 @@ def test_existing_out_and_unusable_device_are_refused_before_running(work):
 def test_preflight_rules(tmp_path):
     import torch
 
-    from reconbench.errors import UserError
-    from reconbench.preflight import check_device, check_out, check_weights_dir
+    from reconbench.core.errors import UserError
+    from reconbench.pipeline.preflight import check_device, check_out, check_weights_dir
 
     with pytest.raises(UserError, match="--device cuda:99: "):
         check_device("cuda:99")

@@ -6,7 +6,7 @@ from cli_process import one_error_line, recon
 
 
 def test_metric_formulas_keep_their_brackets():
-    from reconbench.metrics import METRICS
+    from reconbench.image.metrics import METRICS
 
     out = recon("metrics").stdout
     bracketed = [m.formula for m in METRICS.values() if "[" in m.formula]
@@ -19,7 +19,7 @@ def test_metric_formulas_keep_their_brackets():
 
 
 def test_track_variants_keep_their_brackets():
-    from reconbench.tracks import all_tracks
+    from reconbench.core.tracks import all_tracks
 
     variants = [t for t in all_tracks() if t.variant]
     assert variants
@@ -38,7 +38,7 @@ def test_console_escape_round_trips():
 
     from rich.console import Console
 
-    from reconbench.console import escape
+    from reconbench.core.console import escape
 
     buf = StringIO()
     Console(file=buf, width=200).print(escape("pattern ^[a-z0-9][a-z0-9._-]{0,79}$ [pretrained] [bold]x[/]"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from cli_process import recon
-from reconbench.console import LineProgress
+from reconbench.core.console import LineProgress
 
 PROGRESS = re.compile(r"^(?P<what>.+): (?P<pct>\d+)% \((?P<done>[\d,]+)/(?P<total>[\d,]+)\), \d+:\d\d:\d\d elapsed, (?P<tail>.+)$")
 

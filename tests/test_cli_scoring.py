@@ -6,9 +6,9 @@ import numpy as np
 from typer.testing import CliRunner
 
 from reconbench.cli import app
-from reconbench.io import save_arrays
-from reconbench.tracks import get_track
-from reconbench.track_files import load_splits
+from reconbench.core.io import save_arrays
+from reconbench.core.tracks import get_track
+from reconbench.image.track_files import load_splits
 
 runner = CliRunner()
 

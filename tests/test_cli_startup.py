@@ -14,7 +14,7 @@ import pytest
 
 from cli_process import TOOLKIT
 
-HEAVY = ("torch", "torchvision", "reconbench.attacks", "reconbench.evaluation", "reconbench.knowledge", "huggingface_hub")
+HEAVY = ("torch", "torchvision", "reconbench.image.attacks", "reconbench.pipeline.evaluation", "reconbench.image.knowledge", "huggingface_hub")
 
 
 @pytest.mark.parametrize("command", [["--help"], ["tracks"], ["attacks"], ["metrics"], ["schema"], ["version"], ["evaluate", "--help"]])
@@ -34,8 +34,8 @@ def test_scoring_and_the_digits_track_load_no_backbone_libraries(tmp_path):
     """Issue 26: torchvision (and torch._dynamo behind it), pytorch-fid, lpips and sklearn.datasets are
     imported only when a backbone's weights are there to use, or never (digits come from the CSV)."""
     report = tmp_path / "modules.txt"
-    probe = ("import sys, numpy as np; from reconbench.data.digits import digits_splits; "
-             "from reconbench.metrics import score; from reconbench.evaluation import evaluate; "
+    probe = ("import sys, numpy as np; from reconbench.image.data.digits import digits_splits; "
+             "from reconbench.image.metrics import score; from reconbench.pipeline.evaluation import evaluate; "
              "s = digits_splits(); r = score(s.target.images[:20], s.target.labels[:20], s.target.images, s.target.labels); "
              "assert r.metrics['ssim'].status == 'computed' and r.metrics['fid'].status == 'not_computed'; "
              f"open({str(report)!r}, 'w').write('\\n'.join(sys.modules))")
@@ -44,6 +44,6 @@ def test_scoring_and_the_digits_track_load_no_backbone_libraries(tmp_path):
     proc = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     loaded = set(report.read_text().split("\n"))
-    assert "torch" in loaded and "reconbench.metrics.score" in loaded
+    assert "torch" in loaded and "reconbench.image.metrics.score" in loaded
     heavy = ("torchvision", "torch._dynamo", "pytorch_fid", "lpips", "sklearn.datasets")
     assert not [m for m in heavy if m in loaded], sorted(m for m in loaded if m.split(".")[0] in heavy)

@@ -48,7 +48,7 @@ def test_rows_at_tiny_sizes_on_the_cpu():
 
 
 def test_gan_row_is_skipped_with_a_note_when_no_gan_attack_is_registered(monkeypatch):
-    import reconbench.attacks as attacks
+    import reconbench.image.attacks as attacks
 
     monkeypatch.setattr(attacks, "ATTACKS", {k: v for k, v in attacks.ATTACKS.items() if k not in device_rows.GAN_ATTACKS})
     with pytest.raises(LookupError, match="^skipped: no GAN-prior attack"):

@@ -8,7 +8,7 @@ import gzip
 import numpy as np
 import pytest
 
-from reconbench.data import digits
+from reconbench.image.data import digits
 
 
 def test_the_csv_reader_gives_exactly_load_digits():

@@ -38,10 +38,10 @@ def test_python_api_page_runs_and_its_result_can_be_submitted_as_printed(tmp_pat
     result = tmp_path / "runs" / "mi-face-50"
     assert (result / "result.json").is_file() and lines[3].startswith(f"runs/mi-face-50 digits-mi-face-")
     # issue 24: the page's run is new to the board, not a near-duplicate of the MI-Face example entry
-    from reconbench.results import load_reconstructions
+    from reconbench.image.results import load_reconstructions
     from reconbench.submissions.checks.duplicates import DUPLICATE_SHARE
     from reconbench.submissions.nearcopy import Space, public_space
-    from reconbench.tracks import get_track
+    from reconbench.core.tracks import get_track
 
     (example,) = (SITE.parent / "submissions").glob("*/digits-mi-face-*/reconstructions.safetensors")
     _, thresholds = public_space(get_track("digits"))

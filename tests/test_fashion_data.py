@@ -12,9 +12,9 @@ import io
 import numpy as np
 import pytest
 
-from reconbench.data import fashion
-from reconbench.data.fashion import FashionMNISTMissing, fashion_mnist, from_hub, from_idx_folder
-from reconbench.data.fashion_splits import (BLOCKS, PRIVATE_CLASSES, UNLABELLED, evaluator_training_set,
+from reconbench.image.data import fashion
+from reconbench.image.data.fashion import FashionMNISTMissing, fashion_mnist, from_hub, from_idx_folder
+from reconbench.image.data.fashion_splits import (BLOCKS, PRIVATE_CLASSES, UNLABELLED, evaluator_training_set,
                                             fashion_splits, layout)
 
 

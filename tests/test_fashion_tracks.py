@@ -8,13 +8,13 @@ import pytest
 from typer.testing import CliRunner
 
 from reconbench.cli import app
-from reconbench.knowledge import build_knowledge
-from reconbench.models.fashion_registry import ROWS, registry_file, report_from_files, row
-from reconbench.models.fashion_targets import rebuild
-from reconbench.models.training import accuracy
-from reconbench.scenario import Scenario
-from reconbench.track_files import load_holdout, load_splits, load_target_model
-from reconbench.tracks import get_track
+from reconbench.image.knowledge import build_knowledge
+from reconbench.image.models.fashion_registry import ROWS, registry_file, report_from_files, row
+from reconbench.image.models.fashion_targets import rebuild
+from reconbench.image.models.training import accuracy
+from reconbench.core.scenario import Scenario
+from reconbench.image.track_files import load_holdout, load_splits, load_target_model
+from reconbench.core.tracks import get_track
 
 PUBLISHED = [spec for spec in ROWS if not spec.planned_size]
 
@@ -37,7 +37,7 @@ def test_registry_rows_are_the_generated_ones_for_the_shipped_files():
 
 @pytest.mark.slow
 def test_a_shipped_target_rebuilds_bit_for_bit(tmp_path):
-    """The recipe (python -m reconbench.models.fashion_targets) writes the pinned bytes again, also on a
+    """The recipe (python -m reconbench.image.models.fashion_targets) writes the pinned bytes again, also on a
     CPU whose own kernels round otherwise (it pins them: PINNED_KERNELS)."""
     got = rebuild(["mcnn-n100"], tmp_path)["mcnn-n100"]
     assert got["sha256"] == get_track("fashion-n100").target_model_sha256
@@ -105,8 +105,8 @@ def test_weight_files_are_the_same_bytes_whatever_order_the_metadata_comes_in(tm
     import subprocess
     import sys
 
-    from reconbench.io import sha256_file
-    from reconbench.models.registry import build_model, load_model, save_model
+    from reconbench.core.io import sha256_file
+    from reconbench.image.models.registry import build_model, load_model, save_model
 
     torch = pytest.importorskip("torch")
     torch.manual_seed(0)
@@ -116,7 +116,7 @@ def test_weight_files_are_the_same_bytes_whatever_order_the_metadata_comes_in(tm
     assert sha256_file(tmp_path / "a.safetensors") == sha256_file(tmp_path / "b.safetensors")
     # other processes (another HashMap seed each) write it again with the same bytes
     script = ("import sys, torch; from safetensors.torch import load_file, save_file; "
-              "from reconbench.io import sort_safetensors_metadata as s; "
+              "from reconbench.core.io import sort_safetensors_metadata as s; "
               "save_file(load_file(sys.argv[1]), sys.argv[2], metadata={'architecture': 'scnn', 'recipe': 'r', 'z': '1'}); s(sys.argv[2])")
     for i in range(4):
         out = tmp_path / f"p{i}.safetensors"

@@ -13,11 +13,11 @@ import pytest
 import torch
 from torch import nn
 
-from reconbench.data.arrays import ArraySet
-from reconbench.knowledge import build_knowledge
-from reconbench.scenario import Scenario
-from reconbench.track_files import load_holdout, load_splits
-from reconbench.tracks import Track, TrackError, get_track
+from reconbench.image.data.arrays import ArraySet
+from reconbench.image.knowledge import build_knowledge
+from reconbench.core.scenario import Scenario
+from reconbench.image.track_files import load_holdout, load_splits
+from reconbench.core.tracks import Track, TrackError, get_track
 
 IMAGE_TRACKS = ("digits", "digits-mlp", "digits-binary-mlp")
 
@@ -41,7 +41,7 @@ def test_the_holdout_matches_d_tar_in_size_and_class_counts(track_id):
 def test_digits_splits_are_disjoint_by_index():
     """Every split of the one seeded permutation is disjoint from the others; the holdout's images
     equal no training image beyond the dataset's own byte-identical duplicates."""
-    from reconbench.data import digits
+    from reconbench.image.data import digits
 
     full, (target, update, aux, rest) = digits._cut()
     splits = digits.digits_splits()
@@ -182,7 +182,7 @@ def test_the_text_holdout_is_pinned_and_in_no_text_view():
 def test_the_evaluation_classifier_never_trained_on_the_holdout():
     """Its KNN distance is measured to the holdout too (the gap): a judge that had trained on it would
     pull it closer in feature space than the targets. Trained on aux + test only (models/evaluator.py)."""
-    from reconbench.models.evaluator import training_set
+    from reconbench.image.models.evaluator import training_set
 
     splits = load_splits(get_track("digits"))
     train = _rows(training_set().images)
@@ -198,9 +198,9 @@ def test_entries_scored_with_the_retired_classifier_still_verify(tmp_path, monke
     import shutil
     from pathlib import Path
 
-    from reconbench.results import RESULT_FILE
+    from reconbench.image.results import RESULT_FILE
     from reconbench.submissions import validate_board
-    from reconbench.tracks import REGISTRY_ENV, registry_path
+    from reconbench.core.tracks import REGISTRY_ENV, registry_path
 
     repo = Path(__file__).resolve().parents[1] / "submissions" / "reconbench-baselines"
     old = next(p.parent for p in sorted(repo.glob(f"digits-deepdream-*/{RESULT_FILE}")))

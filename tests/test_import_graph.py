@@ -15,8 +15,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "toolkit" / "reconbench"
 ROOT = "reconbench"
 
 # What an attack may not reach: these lead to the target set (load_splits) or the evaluator's side.
-FORBIDDEN_FOR_ATTACKS = ("reconbench.tracks", "reconbench.track_files", "reconbench.data", "reconbench.hub",
-                         "reconbench.metrics", "reconbench.zoo", "reconbench.evaluation", "reconbench.submissions")
+FORBIDDEN_FOR_ATTACKS = ("reconbench.core.tracks", "reconbench.image.track_files", "reconbench.image.data",
+                         "reconbench.image.hub", "reconbench.image.metrics", "reconbench.zoo", "reconbench.pipeline",
+                         "reconbench.submissions")
 
 
 def module_name(path: Path) -> str:
@@ -113,19 +114,17 @@ def cycles(g: dict[str, set[str]]) -> list[list[str]]:
 # lives in a higher folder but imports nothing above its use (the Ray helpers, the copy rules) is
 # placed by name. Every module must be placed: a new one gets its layer here.
 LAYERS = (
-    ("core", ("reconbench._version", "reconbench.errors", "reconbench.io", "reconbench.cache", "reconbench.threads",
-              "reconbench.signing", "reconbench.scenario", "reconbench.tracks", "reconbench.catalogue",
-              "reconbench.console", "reconbench.attack_source", "reconbench.sweep.cluster")),
-    ("modalities", ("reconbench.data", "reconbench.models", "reconbench.zoo", "reconbench.hub", "reconbench.track_files",
-                    "reconbench.knowledge", "reconbench.dynamic", "reconbench.queries", "reconbench.attacks",
-                    "reconbench.metrics", "reconbench.results", "reconbench.text", "reconbench.submissions.nearcopy",
+    ("core", ("reconbench._version", "reconbench.core", "reconbench.sweep.cluster")),
+    ("modalities", ("reconbench.image", "reconbench.text", "reconbench.zoo", "reconbench.submissions.nearcopy",
                     "reconbench.submissions.textcopy")),
-    ("pipeline", ("reconbench.evaluation", "reconbench.preflight", "reconbench.isolation", "reconbench.surrogate",
-                  "reconbench.text.evaluation")),
-    # The modality plug-ins (reconbench.modalities, image/, text/plugin.py, text/reproduce.py) join a
-    # modality's pipeline, validation stages and reproduction for the core: they sit with the board.
+    # The surrogate route steals a model by running the image pipeline's queries: it sits with it.
+    ("pipeline", ("reconbench.pipeline", "reconbench.image.surrogate", "reconbench.text.evaluation")),
+    # The modality plug-ins (reconbench.modalities, image/plugin.py and reproduce.py, the same two in
+    # text/) join a modality's pipeline, validation stages and reproduction for the core: they sit
+    # with the board.
     ("board", ("reconbench.submissions", "reconbench.reproduction", "reconbench.leaderboard", "reconbench.judge",
-               "reconbench.modalities", "reconbench.image", "reconbench.text.plugin", "reconbench.text.reproduce")),
+               "reconbench.modalities", "reconbench.image.plugin", "reconbench.image.reproduce", "reconbench.text.plugin",
+               "reconbench.text.reproduce")),
     ("command line", ("reconbench", "reconbench.api", "reconbench.cli", "reconbench.commands", "reconbench.sweep")),
 )
 
@@ -152,9 +151,9 @@ def test_imports_run_down_the_layers():
 def test_the_layer_rule_sees_an_upward_import():
     """The rule itself: a board import from a metric module, or a command-line import from the
     board, is against the order; the reverse is not."""
-    assert layer_of("reconbench.metrics.ssim") < layer_of("reconbench.leaderboard.build") < layer_of("reconbench.cli")
+    assert layer_of("reconbench.image.metrics.ssim") < layer_of("reconbench.leaderboard.build") < layer_of("reconbench.cli")
     assert layer_of("reconbench.submissions.nearcopy") < layer_of("reconbench.submissions.checks.nearcopies")
-    assert layer_of("reconbench.text.evaluation") == layer_of("reconbench.evaluation") > layer_of("reconbench.text.tracks")
+    assert layer_of("reconbench.text.evaluation") == layer_of("reconbench.pipeline.evaluation") > layer_of("reconbench.text.tracks")
 
 
 def test_no_import_circles():
@@ -165,7 +164,7 @@ def test_no_import_circles():
 def test_attacks_do_not_import_the_evaluators_side():
     g = graph()
     bad = {m: sorted(d for d in deps if d.startswith(FORBIDDEN_FOR_ATTACKS))
-           for m, deps in g.items() if m.startswith("reconbench.attacks.")}
+           for m, deps in g.items() if m.startswith("reconbench.image.attacks.")}
     bad = {m: d for m, d in bad.items() if d}
     assert not bad, f"attacks importing the registry, data, Hub or metrics: {bad}"
 
@@ -173,15 +172,15 @@ def test_attacks_do_not_import_the_evaluators_side():
 def test_the_reader_sees_lazy_imports_and_ignores_type_checking(tmp_path):
     """The graph reader itself: a function-level import is an edge; TYPE_CHECKING is not."""
     g = graph()
-    assert "reconbench.zoo.loading" in g["reconbench.track_files"]  # imported inside load_splits
-    assert "reconbench.data.arrays" not in g["reconbench.track_files"]  # only under TYPE_CHECKING
-    assert "reconbench.track_files" not in g["reconbench.tracks"] and "reconbench.zoo.loading" not in g["reconbench.tracks"]
+    assert "reconbench.zoo.loading" in g["reconbench.image.track_files"]  # imported inside load_splits
+    assert "reconbench.image.data.arrays" not in g["reconbench.image.track_files"]  # only under TYPE_CHECKING
+    assert "reconbench.image.track_files" not in g["reconbench.core.tracks"] and "reconbench.zoo.loading" not in g["reconbench.core.tracks"]
 
 
 def test_the_board_reads_the_attack_catalogue_never_attack_code():
-    """The leaderboard learns attack names and papers from reconbench.catalogue (issue 25, item 3)."""
+    """The leaderboard learns attack names and papers from reconbench.core.catalogue (issue 25, item 3)."""
     g = graph()
-    bad = {m: sorted(d for d in deps if d == "reconbench.attacks" or d.startswith("reconbench.attacks."))
+    bad = {m: sorted(d for d in deps if d == "reconbench.image.attacks" or d.startswith("reconbench.image.attacks."))
            for m, deps in g.items() if m.startswith("reconbench.leaderboard")}
     bad = {m: d for m, d in bad.items() if d}
     assert not bad, f"board modules importing attack code: {bad}"

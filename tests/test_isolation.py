@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 import torch
 
-from reconbench.attacks import AttackError, Progress
-from reconbench.evaluation import attack_run
-from reconbench.isolation import protocol
-from reconbench.knowledge import KnowledgeError
-from reconbench.tracks import get_track
+from reconbench.image.attacks import AttackError, Progress
+from reconbench.pipeline.evaluation import attack_run
+from reconbench.pipeline.isolation import protocol
+from reconbench.image.knowledge import KnowledgeError
+from reconbench.core.tracks import get_track
 
 ATTACKS_DIR = Path(__file__).parent / "attacks"
 CPU = torch.device("cpu")
@@ -58,7 +58,9 @@ def test_hostile_black_box_attack_reaches_nothing(track, scenario, box, tmp_path
     assert seen["found"] == {}, f"the attack reached: {seen['found']}"
     refused = seen["refused"]
     for route, why in [("knowledge.model", "black-box"), ("query[0]._model", "probabilities only"),
-                       ("import reconbench.tracks", "may not open"), ("import huggingface_hub", "may not open"),
+                       ("import reconbench.core.tracks", "may not open"), ("import huggingface_hub", "may not open"),
+                       ("import reconbench.tracks (old name)", "may not open"),
+                       ("import reconbench.data.digits (old name)", "may not open"),
                        ("open data/digits/cnn.safetensors", "may not open"), ("open registry/tracks.json", "may not open"),
                        ("os.open data/digits/cnn.safetensors", "may not open"),
                        ("open /proc/ppid/mem", "may not open"), ("subprocess cat", "may not do"),
@@ -163,9 +165,9 @@ def test_the_evaluator_never_unpickles_what_the_attack_sends(tmp_path):
 PRELOAD_PROBE = """
 import sys, json
 from pathlib import Path
-from reconbench.isolation import parent
-from reconbench.signing import generate_key
-import reconbench.evaluation as ev
+from reconbench.pipeline.isolation import parent
+from reconbench.core.signing import generate_key
+import reconbench.pipeline.evaluation as ev
 seen = {}
 run = parent.AttackProcess.run
 def snapshot(self, *a, **k):  # the attack's process is started and about to get its view

@@ -17,7 +17,7 @@ from reconbench.judge.api import finish
 from reconbench.judge.cache import AnswerCache
 from reconbench.judge.check import check_study
 from reconbench.judge.runner import plan_study
-from reconbench.signing import generate_key, load_private_key, sign_payload
+from reconbench.core.signing import generate_key, load_private_key, sign_payload
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +83,7 @@ def _worse_candidate(p):
     """Condition 2's candidate of target 1 replaced by its worst same-class reconstruction, with
     that reconstruction's true MSE: consistent on its face, but not the SoK's choice."""
     from reconbench.judge.selection import exact_mse, psnr, target_split
-    from reconbench.results import load_reconstructions
+    from reconbench.image.results import load_reconstructions
 
     images, labels = load_reconstructions(REPO / "submissions" / TEAM / ENTRIES["deepdream"] / "reconstructions.safetensors")
     targets, _, _ = target_split("digits", "static")

@@ -18,7 +18,7 @@ from reconbench.judge.cache import AnswerCache
 from reconbench.judge.check import check_study
 from reconbench.judge.rerun import RERUN_FILE, RerunError, read_rerun, rerun_study
 from reconbench.judge.runner import plan_study
-from reconbench.signing import generate_key, load_private_key, sign_payload
+from reconbench.core.signing import generate_key, load_private_key, sign_payload
 from submission_helpers import listed_reproducer
 
 

@@ -3,10 +3,10 @@
 import pytest
 import torch
 
-from reconbench.attacks import ATTACKS
-from reconbench.knowledge import KnowledgeError, QueryBudgetExceeded, build_knowledge, check_attack_fits
-from reconbench.scenario import Scenario
-from reconbench.tracks import get_track
+from reconbench.image.attacks import ATTACKS
+from reconbench.image.knowledge import KnowledgeError, QueryBudgetExceeded, build_knowledge, check_attack_fits
+from reconbench.core.scenario import Scenario
+from reconbench.core.tracks import get_track
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,7 @@ def test_black_box_view_refuses_parameters(track):
 
 
 def test_aux_data_is_disjoint_from_the_target_set(track):
-    from reconbench.track_files import load_splits
+    from reconbench.image.track_files import load_splits
 
     k = build_knowledge(track, Scenario.parse("static/black-box/same"))
     target = load_splits(track).target

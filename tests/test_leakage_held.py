@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from reconbench.metrics import score
+from reconbench.image.metrics import score
 from reconbench.submissions.leakage import beyond, hold_extraordinary
-from reconbench.track_files import load_holdout, load_splits
-from reconbench.tracks import get_track
+from reconbench.image.track_files import load_holdout, load_splits
+from reconbench.core.tracks import get_track
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +80,7 @@ def test_transformed_targets_lie_beyond_an_honest_reproduced_entry(digits, hones
 def _mirrored(images, labels, target, holdout):
     import torch
 
-    from reconbench.metrics.leakage import mirrored_gaps
+    from reconbench.image.metrics.leakage import mirrored_gaps
 
     return mirrored_gaps(*(torch.from_numpy(x) if x.dtype == np.uint8 else x for x in
                            (images, labels, target.images, target.labels, holdout.images, holdout.labels)),
@@ -124,7 +124,7 @@ def test_the_held_rule_holds_the_extraordinary_and_spares_the_reproduced(digits,
 def test_a_null_gap_that_misses_0_by_chance_is_not_held(tmp_path):
     """Uniform noise on test_site_hostile's board: SSIM gap +0.010, its interval from +0.0016, p 0.010,
     one of six tested gaps (four metrics, two mirrored). Held only if it stays below 0.01 after Bonferroni."""
-    from reconbench.metrics.report import GapResult
+    from reconbench.image.metrics.report import GapResult
 
     def gap(value, low, p):
         return GapResult(status="computed", vs_target=0.3, vs_holdout=0.3 - value, gap=value, low=low, high=value + 0.01, p=p)
@@ -150,7 +150,7 @@ def test_holdout_images_returned_are_refused_as_copies(tmp_path_factory, tmp_pat
     board = fresh_board(tmp_path_factory, tmp_path)
     from safetensors.numpy import save_file
 
-    from reconbench.io import sha256_file
+    from reconbench.core.io import sha256_file
 
     save_file({"images": np.ascontiguousarray(holdout.images), "labels": np.ascontiguousarray(holdout.labels)},
               str(board.recon))
@@ -206,7 +206,7 @@ def test_a_pasted_target_with_one_word_changed_is_held_end_to_end(tmp_path):
     until its reproduction record lifts it; tests/test_text_reproduce.py)."""
     from text_results_helpers import submitted_text_entry
 
-    from reconbench.signing import generate_key
+    from reconbench.core.signing import generate_key
     from reconbench.submissions import validate_board
 
     key, _ = generate_key(tmp_path / "k.pem")

@@ -10,10 +10,10 @@ import pytest
 import torch
 from scipy import stats
 
-from reconbench.metrics import score
-from reconbench.metrics.membership import Group, membership_gap
-from reconbench.track_files import load_holdout, load_splits
-from reconbench.tracks import get_track
+from reconbench.image.metrics import score
+from reconbench.image.metrics.membership import Group, membership_gap
+from reconbench.image.track_files import load_holdout, load_splits
+from reconbench.core.tracks import get_track
 
 
 pytestmark = pytest.mark.slow  # a minute or more of CPU: the slow set (make test-slow; benchmarks/bench_test_split.py)
@@ -150,8 +150,8 @@ def test_lpips_fid_and_prdc_are_scored_against_the_holdout_too(digits, tmp_path)
     """With backbones present (stand-in weights here: the real ones cannot be fetched on these machines)
     LPIPS gets a gap with its interval, FID and PRDC a gap against the holdout (dataset level, no interval).
     The targets themselves: FID 0 against the targets, positive against the holdout, so a positive gap."""
-    from reconbench.metrics.inception import InceptionExtractor, standin_inception_state_dict
-    from reconbench.metrics.lpips_metric import LPIPSExtractor, standin_alexnet_state_dict
+    from reconbench.image.metrics.inception import InceptionExtractor, standin_inception_state_dict
+    from reconbench.image.metrics.lpips_metric import LPIPSExtractor, standin_alexnet_state_dict
 
     track, splits, holdout = digits
     target, keep = splits.target, np.arange(0, 500, 5)

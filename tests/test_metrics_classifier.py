@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from reconbench.metrics import score
-from reconbench.metrics.classifier import Evaluator, classifier_metrics, logits_and_features, track_evaluator
-from reconbench.models.evaluator import EvalCNN, training_set
-from reconbench.tracks import get_track
-from reconbench.track_files import load_splits
+from reconbench.image.metrics import score
+from reconbench.image.metrics.classifier import Evaluator, classifier_metrics, logits_and_features, track_evaluator
+from reconbench.image.models.evaluator import EvalCNN, training_set
+from reconbench.core.tracks import get_track
+from reconbench.image.track_files import load_splits
 
 pytestmark = pytest.mark.usefixtures("single_torch_thread")
 
@@ -61,7 +61,7 @@ def test_metrics_against_direct_computation(digits):
 def test_eval_feature_fid_against_pytorch_fid(digits):
     from pytorch_fid.fid_score import calculate_frechet_distance
 
-    from reconbench.metrics.classifier import eval_feature_fid
+    from reconbench.image.metrics.classifier import eval_feature_fid
 
     _, evaluator, target = digits
     rng = np.random.default_rng(1)
@@ -116,7 +116,7 @@ def test_a_changed_evaluation_model_file_is_refused(digits, tmp_path, monkeypatc
 
 
 def test_rescoring_tolerates_one_flipped_label_and_not_two():
-    from reconbench.metrics import MetricResult
+    from reconbench.image.metrics import MetricResult
     from reconbench.submissions.checks.rescore import compare
 
     actual = MetricResult(status="computed", value=0.5)

@@ -9,13 +9,13 @@ import torch
 from pytorch_fid import fid_score as pf_score
 from pytorch_fid import inception as pf_inception
 
-from reconbench.metrics import score
-from reconbench.metrics.feature_cache import cached_features, content_key, default_cache_dir
-from reconbench.metrics.fid import fid_from_features, frechet_distance, gaussian_stats
-from reconbench.metrics.inception import InceptionExtractor, standin_inception_state_dict
-from reconbench.metrics.testdata import digits, perturb, photo_patches
+from reconbench.image.metrics import score
+from reconbench.image.metrics.feature_cache import cached_features, content_key, default_cache_dir
+from reconbench.image.metrics.fid import fid_from_features, frechet_distance, gaussian_stats
+from reconbench.image.metrics.inception import InceptionExtractor, standin_inception_state_dict
+from reconbench.image.metrics.testdata import digits, perturb, photo_patches
 from real_weights import real_weights_dir
-from reconbench.metrics.weights import FID_INCEPTION, hub_checkpoint_dir, load_weights
+from reconbench.image.metrics.weights import FID_INCEPTION, hub_checkpoint_dir, load_weights
 
 
 pytestmark = pytest.mark.usefixtures("single_torch_thread")

@@ -11,12 +11,12 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import save_file
 
-from reconbench.metrics import score
-from reconbench.metrics.lpips_metric import LPIPSExtractor, lpips_pairwise, standin_alexnet_state_dict
-from reconbench.metrics.pairwise import naive_nearest_same_class
-from reconbench.metrics.testdata import digits, perturb, photo_patches
+from reconbench.image.metrics import score
+from reconbench.image.metrics.lpips_metric import LPIPSExtractor, lpips_pairwise, standin_alexnet_state_dict
+from reconbench.image.metrics.pairwise import naive_nearest_same_class
+from reconbench.image.metrics.testdata import digits, perturb, photo_patches
 from real_weights import real_weights_dir
-from reconbench.metrics.weights import ALEXNET, WeightSpec, hub_checkpoint_dir, load_weights
+from reconbench.image.metrics.weights import ALEXNET, WeightSpec, hub_checkpoint_dir, load_weights
 
 
 lpips_pkg = pytest.importorskip("lpips")

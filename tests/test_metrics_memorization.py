@@ -4,8 +4,8 @@
 import numpy as np
 import pytest
 
-from reconbench.metrics import estimate_memorization
-from reconbench.metrics.testdata import digits
+from reconbench.image.metrics import estimate_memorization
+from reconbench.image.metrics.testdata import digits
 
 
 pytestmark = pytest.mark.usefixtures("single_torch_thread")

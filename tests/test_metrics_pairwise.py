@@ -8,11 +8,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from skimage.metrics import mean_squared_error, peak_signal_noise_ratio, structural_similarity
 
-from reconbench.metrics import score
-from reconbench.metrics.pairwise import Budget, naive_nearest_same_class, nearest_same_class
-from reconbench.metrics.pixel import MSEKernel, psnr_from_mse
-from reconbench.metrics.ssim import SSIMKernel, window_size
-from reconbench.metrics.testdata import digits, perturb, photo_patches
+from reconbench.image.metrics import score
+from reconbench.image.metrics.pairwise import Budget, naive_nearest_same_class, nearest_same_class
+from reconbench.image.metrics.pixel import MSEKernel, psnr_from_mse
+from reconbench.image.metrics.ssim import SSIMKernel, window_size
+from reconbench.image.metrics.testdata import digits, perturb, photo_patches
 
 
 pytestmark = pytest.mark.usefixtures("single_torch_thread")
@@ -101,7 +101,7 @@ def test_mse_is_exact_at_large_dimension(mode, shape):
 
 
 def test_mse_mode_follows_float32_matmul_precision():
-    from reconbench.metrics.pixel import matmul_mode
+    from reconbench.image.metrics.pixel import matmul_mode
 
     cuda = torch.device("cuda")
     before = torch.get_float32_matmul_precision()

@@ -4,7 +4,7 @@
 import numpy as np
 import pytest
 
-from reconbench.metrics.prdc import compute_prdc, prdc_results
+from reconbench.image.metrics.prdc import compute_prdc, prdc_results
 
 
 pytestmark = pytest.mark.usefixtures("single_torch_thread")

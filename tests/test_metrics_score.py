@@ -5,8 +5,8 @@ import pydantic
 import pytest
 import torch
 
-from reconbench.metrics import METRICS, MetricInfo, MetricResult, ScoreReport, score
-from reconbench.metrics.testdata import digits
+from reconbench.image.metrics import METRICS, MetricInfo, MetricResult, ScoreReport, score
+from reconbench.image.metrics.testdata import digits
 
 
 NAMES = ["mse", "psnr", "ssim", "lpips", "fid", "prdc_precision", "prdc_recall", "prdc_density", "prdc_coverage",

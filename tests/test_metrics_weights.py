@@ -24,10 +24,10 @@ import torch
 from typer.testing import CliRunner
 
 from reconbench.cli import app
-from reconbench.metrics import weights
-from reconbench.metrics.download import WeightsError, fetch
-from reconbench.metrics.inception import standin_inception_state_dict
-from reconbench.metrics.lpips_metric import standin_alexnet_state_dict
+from reconbench.image.metrics import weights
+from reconbench.image.metrics.download import WeightsError, fetch
+from reconbench.image.metrics.inception import standin_inception_state_dict
+from reconbench.image.metrics.lpips_metric import standin_alexnet_state_dict
 
 runner = CliRunner()
 
@@ -254,8 +254,8 @@ def test_workflows_restore_the_weights_keyed_on_the_pins_and_fetch_on_a_miss(wor
 
 
 def test_a_failed_download_on_first_need_is_tried_once_per_process(mirror, tmp_path, monkeypatch, small_checkpoint):
-    from reconbench.metrics import score
-    from reconbench.metrics.testdata import digits
+    from reconbench.image.metrics import score
+    from reconbench.image.metrics.testdata import digits
 
     spec = pin(monkeypatch, "alexnet", small_checkpoint + b"once")
     mirror.files[spec.filename] = small_checkpoint + b"once"

@@ -95,7 +95,7 @@ def test_every_plugin_provides_every_hook():
 
 def test_ownership_answers_by_asking_each_plugin():
     from reconbench.text.tracks import all_text_tracks
-    from reconbench.tracks import all_tracks
+    from reconbench.core.tracks import all_tracks
 
     assert for_track("digits") is by_name("image")
     text_track = all_text_tracks()[0].id
@@ -107,7 +107,7 @@ def test_ownership_answers_by_asking_each_plugin():
 
 
 def test_an_unknown_track_is_explained_by_the_default_plugin():
-    from reconbench.tracks import TrackError
+    from reconbench.core.tracks import TrackError
 
     assert for_track("digts") is MODALITIES[0]
     with pytest.raises(TrackError, match="digts"):
@@ -130,7 +130,7 @@ def test_a_third_plugin_is_called_without_touching_the_core(monkeypatch, tmp_pat
     import types
 
     import reconbench
-    from reconbench.signing import generate_key
+    from reconbench.core.signing import generate_key
 
     calls = []
     third = types.SimpleNamespace(NAME="audio", owns_track=lambda t: t == "speech-n10",
@@ -154,8 +154,8 @@ def test_an_attack_of_the_wrong_modality_is_refused_before_anything_runs(tmp_pat
     """The plug-in that owns the track decides which attacks it runs: a bring-your-own file on a text
     track, or a text attack's name on an image track, is refused with no result folder written."""
     import reconbench
-    from reconbench.attacks.errors import AttackError
-    from reconbench.signing import generate_key
+    from reconbench.image.attacks.errors import AttackError
+    from reconbench.core.signing import generate_key
     from reconbench.text.tracks import all_text_tracks
 
     key = tmp_path / "key.pem"

@@ -41,7 +41,7 @@ def test_public_spaces_kept_are_bounded_and_their_thresholds_outlive_them(monkey
     """A whole-board validation walks every track: the public Spaces (~1.4 GB each on Fashion-MNIST)
     are kept for the last SPACES_KEPT tracks only, and a dropped one is rebuilt equal."""
     from reconbench.submissions import nearcopy
-    from reconbench.tracks import get_track
+    from reconbench.core.tracks import get_track
 
     monkeypatch.setattr(nearcopy, "_SPACES", type(nearcopy._SPACES)())
     monkeypatch.setattr(nearcopy, "SPACES_KEPT", 2)

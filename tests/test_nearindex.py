@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from reconbench.results import load_reconstructions
-from reconbench.track_files import public_pool
+from reconbench.image.results import load_reconstructions
+from reconbench.image.track_files import public_pool
 from reconbench.submissions.checks.duplicates import DUPLICATE_SHARE
 from reconbench.submissions.nearcopy import Space, public_thresholds
 from reconbench.submissions.nearindex import (NearIndex, compute_features, dct_projection, first_near_duplicate, radii,
                                              track_basis)
-from reconbench.tracks import get_track
+from reconbench.core.tracks import get_track
 
 pytestmark = pytest.mark.usefixtures("single_torch_thread")
 

@@ -15,7 +15,7 @@ from reconbench.cli import app
 from reconbench.reproduction.record import RECORD_FILE, RecordError, read_record, write_record
 from reconbench.reproduction.rerun import ReproduceError
 from reconbench.reproduction.sign import reproduce_entry, sign_record
-from reconbench.signing import load_private_key
+from reconbench.core.signing import load_private_key
 from submission_helpers import failure, fresh_board, listed_reproducer
 
 ATTACKS_DIR = Path(__file__).parent / "attacks"
@@ -106,14 +106,14 @@ def test_a_record_must_be_signed_by_a_listed_reproducer_and_be_for_this_entry(bo
 
 
 def test_bring_your_own_source_is_signed_shipped_and_a_swap_is_caught(board, tmp_path):
-    from reconbench.evaluation import evaluate
+    from reconbench.pipeline.evaluation import evaluate
     from reconbench.submissions.submit import submit_result
 
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "helper.py").write_text("ITERATIONS = 3\n")
     (mine / "attack.py").write_text(
-        "from helper import ITERATIONS\nfrom reconbench.attacks.mi_face import MIFace\n\n"
+        "from helper import ITERATIONS\nfrom reconbench.image.attacks.mi_face import MIFace\n\n"
         "class Mine(MIFace):\n    name = 'mine'\n\n    def __init__(self, budget='default', **config):\n"
         "        super().__init__(budget, **{'iterations': ITERATIONS, **config})\n")
     out = evaluate(track_id="digits", attack_spec=f"{mine / 'attack.py'}:Mine", key_path=board.alpha_key,

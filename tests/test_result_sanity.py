@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 import torch
 
-from reconbench.attacks.base import AttackError, Reconstruction, enforce_size
-from reconbench.metrics import METRICS, score
-from reconbench.metrics.inception import InceptionExtractor, standin_inception_state_dict
-from reconbench.metrics.lpips_metric import LPIPSExtractor, standin_alexnet_state_dict
-from reconbench.metrics.testdata import digits
-from reconbench.results import VALUE_RANGES
+from reconbench.image.attacks.base import AttackError, Reconstruction, enforce_size
+from reconbench.image.metrics import METRICS, score
+from reconbench.image.metrics.inception import InceptionExtractor, standin_inception_state_dict
+from reconbench.image.metrics.lpips_metric import LPIPSExtractor, standin_alexnet_state_dict
+from reconbench.image.metrics.testdata import digits
+from reconbench.image.results import VALUE_RANGES
 
 from cli_process import one_error_line, recon
 
@@ -45,7 +45,7 @@ def test_round_off_outside_unit_range_is_still_clamped():
 def test_identity_reconstruction_is_in_range_for_every_metric(tmp_path):
     """Reconstructions equal to the target set: every metric at its perfect value, within the
     result schema's range (SSIM's round-off above 1 once made `evaluate` crash)."""
-    from reconbench.tracks import get_track
+    from reconbench.core.tracks import get_track
 
     x, y = digits()
     x, y = x[:120], y[:120]
@@ -69,7 +69,7 @@ def test_identity_reconstruction_is_in_range_for_every_metric(tmp_path):
 
 
 def test_score_refuses_more_images_than_the_target_set(tmp_path):
-    from reconbench.io import save_arrays
+    from reconbench.core.io import save_arrays
 
     x, y = digits()
     path = tmp_path / "r.safetensors"

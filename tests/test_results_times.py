@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from reconbench.results import Provenance
+from reconbench.image.results import Provenance
 
 
 def provenance(span_s: float, wall: float) -> Provenance:

@@ -32,12 +32,12 @@ import numpy as np
 import pytest
 import torch
 
-from reconbench.attacks import AttackError, Progress
-from reconbench.evaluation import attack_run, evaluate
-from reconbench.isolation import mounts, sandbox
-from reconbench.isolation.sandbox import SandboxError
-from reconbench.results import verify_result_dir
-from reconbench.tracks import get_track
+from reconbench.image.attacks import AttackError, Progress
+from reconbench.pipeline.evaluation import attack_run, evaluate
+from reconbench.pipeline.isolation import mounts, sandbox
+from reconbench.pipeline.isolation.sandbox import SandboxError
+from reconbench.image.results import verify_result_dir
+from reconbench.core.tracks import get_track
 
 ATTACKS = Path(__file__).parent / "attacks"
 HOSTILE = ATTACKS / "hostile.py"
@@ -164,9 +164,9 @@ def test_escape_by_every_route_gets_nothing(track, host, tmp_path, capfd):
     site = Path(numpy.__file__).parents[1]
     plan = {
         "paths": _protected_paths(host), "marker": host.marker, "evaluator_pid": os.getpid(),
-        "write_dirs": [str(site), str(package), str(package / "__pycache__"), str(package / "metrics"),
+        "write_dirs": [str(site), str(package), str(package / "__pycache__"), str(package / "image" / "metrics"),
                        str(Path(os.__file__).parent), str(tmp_path), os.getcwd()],
-        "append_to": [str(package / "signing.py"), str(package / "metrics" / "__init__.py"), numpy.__file__, os.__file__],
+        "append_to": [str(package / "core" / "signing.py"), str(package / "image" / "metrics" / "__init__.py"), numpy.__file__, os.__file__],
         "tcp_port": host.tcp.getsockname()[1], "udp_port": host.udp.getsockname()[1],
         "unix_path": host.unix_path, "abstract_name": host.abstract_name,
     }
@@ -313,7 +313,7 @@ def test_the_mount_view_binds_libraries_and_hides_data(tmp_path):
                  "--new-session", "--clearenv"):
         assert flag in args
     assert {"/usr", str(package.resolve()), os.path.realpath(sys.prefix)} <= binds
-    assert {str(package / "data" / "digits"), str(package / "registry"), "/tmp"} <= tmpfs
+    assert {str(package / "data"), str(package / "registry"), "/tmp"} <= tmpfs
     assert str(Path(sklearn.__file__).parent / "datasets" / "data" / "digits.csv.gz") in nulled
     if os.path.isdir("/usr/share/datasets"):
         assert "/usr/share/datasets" in tmpfs

@@ -37,7 +37,7 @@ def test_any_other_sandbox_value_is_refused_by_the_schema(board, value):
 
 
 def test_the_field_is_part_of_the_published_schema():
-    from reconbench.results import result_json_schema
+    from reconbench.image.results import result_json_schema
 
     schema = result_json_schema()
     assert "sandbox" in schema["$defs"]["Provenance"]["properties"]

@@ -5,7 +5,7 @@ import stat
 
 import pytest
 
-from reconbench.signing import SigningError, canonical, generate_key, load_private_key, sign_payload, verify_payload
+from reconbench.core.signing import SigningError, canonical, generate_key, load_private_key, sign_payload, verify_payload
 
 
 def test_keygen_mode_0600_and_refuses_overwrite(tmp_path):

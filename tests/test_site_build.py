@@ -25,7 +25,7 @@ def read(out, path):
 
 
 def test_empty_submissions_build(tmp_path):
-    from reconbench.attacks import ATTACKS
+    from reconbench.image.attacks import ATTACKS
 
     empty = tmp_path / "submissions"
     empty.mkdir()
@@ -38,7 +38,7 @@ def test_empty_submissions_build(tmp_path):
     for name in ATTACKS:  # one page per registered attack, entries or not
         assert (out / "attacks" / name / "index.html").is_file()
         assert json.loads(read(out, f"downloads/badges/{name}.json"))["message"] == "no entries"
-    from reconbench.catalogue import TEXT_BY_NAME
+    from reconbench.core.catalogue import TEXT_BY_NAME
 
     index = read(out, "attacks/index.html")
     for name in TEXT_BY_NAME:  # the built-in text attacks are paged and indexed too (issue 24, point 3)
@@ -48,7 +48,7 @@ def test_empty_submissions_build(tmp_path):
     assert json.loads(read(out, "downloads/leaderboard.json"))["entries"] == []
     # the bundled plotly.js and the schema are there even without entries
     assert (out / "assets/javascripts/plotly.min.js").stat().st_size > 1_000_000
-    from reconbench.results import result_json_schema
+    from reconbench.image.results import result_json_schema
 
     assert json.loads(read(out, "downloads/result.schema.json")) == result_json_schema()
     from reconbench.text.metrics import TEXT_METRICS
@@ -108,7 +108,7 @@ def test_planned_tracks_share_one_page_and_boards_are_per_track(board):
     """Issue 15 item 12: unpublished tracks without entries are one "planned tracks" page (with the
     matrix), not 69 empty boards; "All tracks" shows one board per track; an entry's README comes
     right after its metrics, before the validation report."""
-    from reconbench.tracks import all_tracks
+    from reconbench.core.tracks import all_tracks
 
     out, good, _, _ = board
     planned = [t for t in all_tracks() if t.status == "unpublished"]
@@ -162,7 +162,7 @@ def test_board_says_what_it_ranks(board):
 
 
 def test_ssim_convention_beside_every_ssim_header(board):
-    from reconbench.metrics.info import SSIM_CONVENTION
+    from reconbench.image.metrics.info import SSIM_CONVENTION
 
     out, good, _, _ = board
     note = str(markupsafe.escape(SSIM_CONVENTION))  # as jinja escapes it
@@ -177,10 +177,10 @@ def test_ssim_convention_beside_every_ssim_header(board):
 def test_gallery_shows_reconstructions_above_their_matched_targets(board):
     """The PNG's tiles are the first distinct reconstructions and, below each, the target that
     metrics.score() matches to it under SSIM (an independent path to the same matches)."""
-    from reconbench.data.digits import digits_splits
+    from reconbench.image.data.digits import digits_splits
     from reconbench.leaderboard.gallery import BLOCK_GAP, GAP, PER_ROW, TILE, distinct_first
-    from reconbench.metrics import score
-    from reconbench.results import load_reconstructions
+    from reconbench.image.metrics import score
+    from reconbench.image.results import load_reconstructions
 
     out, good, _, _ = board
     png = Image.open(io.BytesIO((out / "entries" / "honest" / good.name / "gallery.png").read_bytes()))
@@ -249,7 +249,7 @@ def test_findings_page_and_model_cards(board):
     """Issue 22: the SoK findings page and one model card per runnable track build with the site;
     with no Fashion-MNIST entry on this board every claim says it is not testable yet."""
     from reconbench.leaderboard.findings import CLAIMS
-    from reconbench.tracks import all_tracks
+    from reconbench.core.tracks import all_tracks
 
     out, *_ = board
     page = read(out, "findings/index.html")
@@ -267,6 +267,6 @@ def test_findings_page_and_model_cards(board):
 
 
 def get_track_sha(track_id):
-    from reconbench.tracks import get_track
+    from reconbench.core.tracks import get_track
 
     return get_track(track_id).target_set_sha256

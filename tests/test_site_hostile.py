@@ -12,11 +12,11 @@ import shutil
 import numpy as np
 import pytest
 
-from reconbench.data.digits import digits_splits
-from reconbench.io import save_arrays, sha256_file
-from reconbench.metrics import score
-from reconbench.results import RECONSTRUCTIONS_FILE, RESULT_FILE
-from reconbench.signing import load_private_key, sign_payload
+from reconbench.image.data.digits import digits_splits
+from reconbench.core.io import save_arrays, sha256_file
+from reconbench.image.metrics import score
+from reconbench.image.results import RECONSTRUCTIONS_FILE, RESULT_FILE
+from reconbench.core.signing import load_private_key, sign_payload
 from site_entries import build_site, evaluate_entry, make_key, submit_entry
 from submission_helpers import git
 from text_results_helpers import HOSTILE_TEXTS, hostile_texts, submitted_text_entry, text_parts_landed

@@ -74,8 +74,8 @@ def test_the_methodology_table_is_computed_from_the_entries(bundle):
 
 
 def test_the_exports_carry_gap_interval_p_and_the_holdout_hash(bundle):
-    from reconbench.track_files import load_holdout
-    from reconbench.tracks import get_track
+    from reconbench.image.track_files import load_holdout
+    from reconbench.core.tracks import get_track
 
     b, _ = bundle
     doc = json.loads(b.files["downloads/leaderboard.json"])

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from reconbench.evaluation import evaluate
-from reconbench.tracks import all_tracks
+from reconbench.pipeline.evaluation import evaluate
+from reconbench.core.tracks import all_tracks
 from site_entries import NO_WEIGHTS, build_site, local_server, make_key, submit_entry
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from reconbench.attacks import ATTACKS
+from reconbench.image.attacks import ATTACKS
 from reconbench.text.attacks import TEXT_ATTACKS
 from reconbench.submissions import discover_entries, load_team, validate_board
 

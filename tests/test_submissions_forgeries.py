@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
-from reconbench.data.digits import digits_splits
-from reconbench.io import sha256_file
-from reconbench.metrics import score
+from reconbench.image.data.digits import digits_splits
+from reconbench.core.io import sha256_file
+from reconbench.image.metrics import score
 from reconbench.submissions import validate_entries
 from submission_helpers import failure, fresh_board, status
 
@@ -79,7 +79,7 @@ def test_claimed_metric_that_cannot_be_recomputed_here_stays_unverified(board):
 
 
 def test_swapped_reconstruction_file(board):
-    from reconbench.results import load_reconstructions
+    from reconbench.image.results import load_reconstructions
 
     images, labels = load_reconstructions(board.recon)
     save_file({"images": np.ascontiguousarray(images[::-1]), "labels": np.ascontiguousarray(labels[::-1])}, str(board.recon))
@@ -105,7 +105,7 @@ def test_exact_copies_of_its_own_targets_are_held_until_reproduced(board, tmp_pa
     from reconbench.reproduction.record import RECORD_FILE, REPRODUCERS_ENV, write_record
     from reconbench.reproduction.rerun import load_entry, score_run
     from reconbench.reproduction.sign import sign_record
-    from reconbench.signing import generate_key, load_private_key
+    from reconbench.core.signing import generate_key, load_private_key
 
     target = digits_splits().target
     images, labels = target.images.copy(), target.labels.copy()
@@ -199,7 +199,7 @@ def test_scenario_the_attack_cannot_run_in(board):
 def test_user_attack_rule(board):
     board.resign(lambda p: p["attack"].update(name="my-attack", code="my_attack.py:MyAttack"))
     assert status(board.only(), "registry") == "pass"
-    board.resign(lambda p: p["attack"].update(name="my-attack", code="reconbench.attacks.mi_face:MIFace"))
+    board.resign(lambda p: p["attack"].update(name="my-attack", code="reconbench.image.attacks.mi_face:MIFace"))
     assert "file.py:Class" in failure(board.only()).message
 
 

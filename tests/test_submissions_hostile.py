@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
-from reconbench.data.digits import digits_splits
-from reconbench.io import sha256_file
-from reconbench.results import load_reconstructions
+from reconbench.image.data.digits import digits_splits
+from reconbench.core.io import sha256_file
+from reconbench.image.results import load_reconstructions
 from submission_helpers import failure, fresh_board, git, status
 
 
@@ -138,8 +138,8 @@ def test_target_images_with_one_pixel_changed_are_held_with_evidence(board):
 
 
 def _pool():
-    from reconbench.track_files import public_pool
-    from reconbench.tracks import get_track
+    from reconbench.image.track_files import public_pool
+    from reconbench.core.tracks import get_track
 
     return public_pool(get_track("digits"))
 
@@ -164,7 +164,7 @@ def test_honest_entry_is_not_held(board):
 
 def test_thresholds_in_the_registry_are_the_calibration():
     from reconbench.submissions.nearcopy import calibrate
-    from reconbench.tracks import get_track
+    from reconbench.core.tracks import get_track
 
     track = get_track("digits")
     again = calibrate(_pool())
@@ -347,7 +347,7 @@ def test_csv_cells_that_would_be_formulas_are_neutralised():
 def _as_surrogate_entry(p, **changes):
     """The MI-Face entry restated as a white-box attack run through a stolen surrogate in the static
     black-box cell (what `evaluate --surrogate` records), then one field forged."""
-    from reconbench.tracks import get_track
+    from reconbench.core.tracks import get_track
 
     p["scenario"] = "static/black-box/none"
     p["surrogate"] = dict(method="dfme", architecture=get_track("digits").architecture, budget="quick",
@@ -435,7 +435,7 @@ def test_the_same_teams_runs_at_other_settings_may_share_images(board):
 
 def test_honest_seeds_of_one_configuration_pass(board, tmp_path):
     """Two real runs of MI-Face from a seeded uniform start: independent seeds, one group of two."""
-    from reconbench.evaluation import evaluate
+    from reconbench.pipeline.evaluation import evaluate
     from reconbench.submissions.submit import submit_result
 
     entries = []
@@ -459,7 +459,7 @@ def test_seed_copies_are_told_from_runs_that_look_alike():
     twin whatever its order. Stand-in here: two independent noisy draws around the same class images."""
     from reconbench.submissions.nearcopy import Space, public_space
     from reconbench.submissions.seedcopy import seed_copy_share
-    from reconbench.tracks import get_track
+    from reconbench.core.tracks import get_track
 
     base = 40 + digits_splits().target.images[:200].astype(int) * 175 // 255  # away from 0 and 255: no clipping
     rng = np.random.default_rng(0)

@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from reconbench.cli import app
-from reconbench.results import RESULT_FILE
-from reconbench.signing import load_private_key, sign_payload
+from reconbench.image.results import RESULT_FILE
+from reconbench.core.signing import load_private_key, sign_payload
 from reconbench.submissions import reproduces
 from reconbench.submissions.submit import SubmitError, submit_result
 from reconbench.text.results import parse_any_result

@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from reconbench.cli import app
-from reconbench.results import RECONSTRUCTIONS_FILE, RESULT_FILE
-from reconbench.signing import generate_key, load_private_key, sign_payload
+from reconbench.image.results import RECONSTRUCTIONS_FILE, RESULT_FILE
+from reconbench.core.signing import generate_key, load_private_key, sign_payload
 from reconbench.submissions import load_team
 from reconbench.submissions.submit import HubPin, SubmitError, submit_result
 from submission_helpers import base, failure, fresh_board, status

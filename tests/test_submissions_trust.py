@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from reconbench.attack_source import folder_sha256
+from reconbench.core.attack_source import folder_sha256
 from reconbench.reproduction.record import RECORD_FILE, write_record
 from reconbench.reproduction.rerun import ReproduceError, load_entry, score_run
 from reconbench.reproduction.sign import reproduce_entry, sign_record
-from reconbench.signing import load_private_key
+from reconbench.core.signing import load_private_key
 from submission_helpers import failure, fresh_board, listed_reproducer, status
 
 
@@ -44,8 +44,8 @@ def twin(board, name, key=None, team="alpha", invert=False):
     re-run of the first (submissions/reproduces.py) and reaches the reproduction check."""
     from safetensors.numpy import save_file
 
-    from reconbench.io import sha256_file
-    from reconbench.results import load_reconstructions
+    from reconbench.core.io import sha256_file
+    from reconbench.image.results import load_reconstructions
 
     folder = board.root / team / name
     shutil.copytree(board.entry, folder)
@@ -117,7 +117,7 @@ def test_a_record_whose_verdict_was_flipped_to_reproduced_lifts_nothing(board):
 def _registered_name_with_edited_source(board):
     """The registered MI-Face name and code reference, with an attack/ folder holding an edited copy of
     the toolkit's mi_face.py, its hash signed: what the page would have shown as the registered attack."""
-    import reconbench.attacks.mi_face as mi_face
+    import reconbench.image.attacks.mi_face as mi_face
 
     source = board.entry / "attack"
     source.mkdir()
@@ -136,7 +136,7 @@ def test_a_registered_name_with_an_edited_source_is_refused(board):
 
 def test_an_unedited_copy_of_the_registered_source_is_refused_too(board):
     """Same rule whatever the bytes: a registered name runs the toolkit's code, never a shipped copy."""
-    import reconbench.attacks.mi_face as mi_face
+    import reconbench.image.attacks.mi_face as mi_face
 
     source = board.entry / "attack"
     source.mkdir()

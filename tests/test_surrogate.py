@@ -6,16 +6,16 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from reconbench.attacks import Progress
-from reconbench.attacks.options import check_declaration
+from reconbench.image.attacks import Progress
+from reconbench.image.attacks.options import check_declaration
 from reconbench.cli import app
-from reconbench.knowledge import QueryFunction, build_knowledge
-from reconbench.models import build_model
-from reconbench.scenario import Scenario
-from reconbench.surrogate import SURROGATES, agreement, steal
-from reconbench.surrogate.dfme import Generator, activation, estimate_gradient, victim_logits
-from reconbench.tracks import get_track
-from reconbench.track_files import load_target_model
+from reconbench.image.knowledge import QueryFunction, build_knowledge
+from reconbench.image.models import build_model
+from reconbench.core.scenario import Scenario
+from reconbench.image.surrogate import SURROGATES, agreement, steal
+from reconbench.image.surrogate.dfme import Generator, activation, estimate_gradient, victim_logits
+from reconbench.core.tracks import get_track
+from reconbench.image.track_files import load_target_model
 
 runner = CliRunner()
 TRACK = get_track("digits")
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.slow  # a minute or more of CPU: the slow set (make tes
 
 @pytest.fixture(scope="module")
 def key(tmp_path_factory):
-    from reconbench.signing import generate_key
+    from reconbench.core.signing import generate_key
 
     path = tmp_path_factory.mktemp("key") / "k.pem"
     generate_key(path)
@@ -67,8 +67,8 @@ def test_surrogate_methods_declare_valid_presets():
 
 def test_dfme_paper_preset_takes_the_svhn_scripts_lr_steps():
     """run_svhn_dfme.sh l.3 passes --steps 0.5 0.8 (train.py's default, CIFAR's run, is 0.1 0.3 0.5)."""
-    from reconbench.attacks.options import resolve_options
-    from reconbench.surrogate.dfme import DFME, milestones
+    from reconbench.image.attacks.options import resolve_options
+    from reconbench.image.surrogate.dfme import DFME, milestones
 
     paper, default = resolve_options(DFME, "paper"), resolve_options(DFME, "default")
     assert (paper["lr_steps"], paper["lr_G"], paper["query_budget"]) == ("0.5 0.8", 5e-5, 2_000_000)
@@ -145,8 +145,8 @@ def test_the_query_budget_is_the_tracks_and_a_larger_one_admits_the_paper_preset
     registry) and accepted where the track states a larger budget: the SoK-grid tracks (20M), or
     a registry whose digits allows 2M. There, the budget check passes and the run goes on to the
     next preflight step (here a missing key file: the run stops before stealing anything)."""
-    from reconbench import tracks
-    from reconbench.surrogate import route
+    from reconbench.core import tracks
+    from reconbench.image.surrogate import route
 
     assert TRACK.query_budget == 1_000_000
     assert build_knowledge(TRACK, Scenario.parse("static/black-box/none")).query.budget == 1_000_000

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from reconbench.cli import app
-from reconbench.results import verify_result_dir
+from reconbench.image.results import verify_result_dir
 from reconbench.sweep import GridError, load_grid, run_sweep
 from reconbench.sweep.run import RESULTS, SUMMARY
 from site_entries import NO_WEIGHTS
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow  # a minute or more of CPU: the slow set (make tes
 
 # A user's attack that fails (or, once fixed, works): bring-your-own `file.py:Class`.
 FLAKY = '''
-from reconbench.attacks.mi_face import MIFace
+from reconbench.image.attacks.mi_face import MIFace
 
 class Flaky(MIFace):
     name = "flaky"
@@ -213,8 +213,8 @@ def test_cli_dry_run_lists_jobs_and_their_state(tmp_path):
 def test_memorization_on_ray_gives_the_sequential_numbers(ray_instance):
     import numpy as np
 
-    from reconbench.models.memorization import track_memorization
-    from reconbench.tracks import get_track
+    from reconbench.image.models.memorization import track_memorization
+    from reconbench.core.tracks import get_track
 
     sequential = track_memorization(get_track("digits"), n_models=3, seed=5, epochs=1)
     spread = track_memorization(get_track("digits"), n_models=3, seed=5, epochs=1, ray=True)

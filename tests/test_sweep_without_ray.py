@@ -8,7 +8,7 @@ import sys
 from typer.testing import CliRunner
 
 from reconbench.cli import app
-from reconbench.signing import generate_key
+from reconbench.core.signing import generate_key
 from reconbench.sweep.cluster import RAY_MISSING
 from test_sweep import write_grid
 

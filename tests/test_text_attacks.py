@@ -13,10 +13,10 @@ import random
 import pytest
 import torch
 
-from reconbench.attacks.base import Progress
-from reconbench.attacks.errors import AttackError
-from reconbench.queries import KnowledgeError, QueryBudgetExceeded
-from reconbench.scenario import Scenario
+from reconbench.image.attacks.base import Progress
+from reconbench.image.attacks.errors import AttackError
+from reconbench.image.queries import KnowledgeError, QueryBudgetExceeded
+from reconbench.core.scenario import Scenario
 from reconbench.text.attacks import TEXT_ATTACKS, TextReconstruction, enforce_one_per_id, load_text_attack
 from reconbench.text.items import TextItem, TextSet
 from reconbench.text.knowledge import prompt_of, text_knowledge_from
@@ -241,7 +241,7 @@ def test_exactly_one_reconstruction_per_target_id():
 
 
 def test_registry_catalogue_and_options():
-    from reconbench.catalogue import TEXT_BY_NAME, TEXT_CATALOGUE
+    from reconbench.core.catalogue import TEXT_BY_NAME, TEXT_CATALOGUE
 
     assert set(TEXT_BY_NAME) == set(TEXT_ATTACKS) == {"complete", "vec2text"} and len(TEXT_CATALOGUE) == 2
     for row in TEXT_CATALOGUE:

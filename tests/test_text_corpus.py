@@ -8,7 +8,7 @@ from reconbench.text import corpus
 from reconbench.text.corpus import MAX_WORDS, MIN_WORDS, draw_splits, split_sentences
 from reconbench.text.files import load_text_splits
 from reconbench.text.tracks import get_text_track
-from reconbench.tracks import TrackError
+from reconbench.core.tracks import TrackError
 
 
 def test_sentence_rule_keeps_initials_abbreviations_and_quotes_together():

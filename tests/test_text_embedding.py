@@ -47,7 +47,7 @@ def test_wheel_files_are_the_pinned_ones():
     folder = wheel_folder()
     assert folder is not None and folder.name == "model"
     assert (folder / WEIGHTS).stat().st_size == 90_868_376
-    from reconbench.io import sha256_file
+    from reconbench.core.io import sha256_file
 
     assert sha256_file(folder / WEIGHTS) == "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 

@@ -8,14 +8,14 @@ import shutil
 import pytest
 import torch
 
-from reconbench.io import sha256_file
+from reconbench.core.io import sha256_file
 from reconbench.text import files as text_files
 from reconbench.text.embedder_recipe import DELTA_FILE
 from reconbench.text.files import load_embedder, load_generator, load_text_splits, model_sha256
 from reconbench.text.lm import perplexity
 from reconbench.text.tracks import get_text_track
-from reconbench.track_files import embedded_file
-from reconbench.tracks import TrackError
+from reconbench.image.track_files import embedded_file
+from reconbench.core.tracks import TrackError
 
 
 @pytest.fixture(scope="module")

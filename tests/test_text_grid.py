@@ -9,7 +9,7 @@ from reconbench.cli import app
 from reconbench.text.grid import (GPT2_BASE, SIZES, grid_rows, main, parse_text_track_id, regenerated,
                                   text_track_id)
 from reconbench.text.tracks import TextRegistry, TextTrack, all_text_tracks, get_text_track, text_registry_path
-from reconbench.tracks import TrackError
+from reconbench.core.tracks import TrackError
 from reconbench.zoo import ZooError
 
 runner = CliRunner()

@@ -9,7 +9,7 @@ from reconbench.text.embedder_recipe import DELTA_FILE, apply_delta, is_delta_pa
 from reconbench.text.files import load_embedder, load_text_splits
 from reconbench.text.minilm import load_minilm
 from reconbench.text.tracks import get_text_track
-from reconbench.tracks import TrackError
+from reconbench.core.tracks import TrackError
 
 
 def test_embedder_delta_moves_the_embedding_and_only_biases():

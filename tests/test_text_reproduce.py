@@ -14,7 +14,7 @@ import pytest
 
 from reconbench.reproduction.record import RECORD_FILE, REPRODUCERS_ENV, write_record
 from reconbench.reproduction.sign import reproduce_entry, sign_record
-from reconbench.signing import generate_key, load_private_key
+from reconbench.core.signing import generate_key, load_private_key
 from reconbench.submissions import validate_board
 from reconbench.reproduction.rerun import payload_sha256
 from reconbench.submissions.submit import submit_result
@@ -99,7 +99,7 @@ def _forge(entry, tmp_path, items, team_key):
     import hashlib
     import shutil
 
-    from reconbench.signing import sign_payload
+    from reconbench.core.signing import sign_payload
     from reconbench.text.evaluation import score_against
     from reconbench.text.items import jsonl_bytes
 
@@ -175,7 +175,7 @@ def test_an_honest_run_topped_up_with_pasted_targets_is_not_reproduced(board, tm
 def test_reproduce_refuses_a_text_entry_whose_attack_it_cannot_rerun(board, tmp_path, field, value, needle):
     """A signed text entry naming an attack other than the registered one it claims: refused before anything runs."""
     from reconbench.reproduction.rerun import ReproduceError, load_entry
-    from reconbench.signing import sign_payload
+    from reconbench.core.signing import sign_payload
 
     home, entry, _, _ = board
     forged = _forge(entry, tmp_path, _target().items, home / "team.pem")

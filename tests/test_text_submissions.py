@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from reconbench.cli import app
-from reconbench.signing import generate_key, load_private_key, sign_payload
+from reconbench.core.signing import generate_key, load_private_key, sign_payload
 from reconbench.submissions import validate_board
 from reconbench.submissions.team import Team, write_team
 from reconbench.text.items import TextItem, jsonl_bytes
@@ -136,7 +136,7 @@ def test_exact_recovery_of_its_own_targets_is_no_copy_but_holds_the_entry(board,
     """A public text identical to the reconstruction's own target is that target, not a copy of something
     else (nothing fails); but it is also what a forger who read the public target split submits, so the
     entry is held until reproduced (tests/test_text_reproduce.py lifts one), as exact image copies are."""
-    from reconbench.metrics.report import MetricResult
+    from reconbench.image.metrics.report import MetricResult
 
     perfect = {m: MetricResult(value=1.0, status="computed") for m in ("bleu", "rouge_l", "similarity", "exact_match")}
     board.texts(split.target, perfect)

@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 from hubserver import point_huggingface_hub_at, serving
 from reconbench.cli import app
-from reconbench.hub import HubError
-from reconbench.io import FileFormatError, sha256_file
+from reconbench.image.hub import HubError
+from reconbench.core.io import FileFormatError, sha256_file
 from reconbench.text import files
 from reconbench.text.finetune import TextOverrides, train_text_track
 from reconbench.text.grid import TEXT_DATASETS, TextDatasetSpec
@@ -24,7 +24,7 @@ from reconbench.text.gtr import load_gtr_folder
 from reconbench.text.tracks import TEXT_REGISTRY_ENV, get_text_track
 from reconbench.text.publish import publish_text_track
 from reconbench.text.zoo import load_prepared_split, prepare_text_dataset
-from reconbench.tracks import TrackError
+from reconbench.core.tracks import TrackError
 from reconbench.zoo import ZooError
 from text_standins import gpt2_base_folder, gtr_base_folder, toy_texts, write_parquet_dataset
 

@@ -1,18 +1,18 @@
-"""The thread policy (reconbench/threads.py): one count, the evaluator's, for every process of a run."""
+"""The thread policy (reconbench/core/threads.py): one count, the evaluator's, for every process of a run."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from reconbench import threads
+from reconbench.core import threads
 from reconbench.api import run_attack
 
 # A user's attack that reports the threads its process was given (through the provenance facts).
 PROBE = '''
 import os
 import torch
-from reconbench.attacks.mi_face import MIFace
+from reconbench.image.attacks.mi_face import MIFace
 
 class ThreadProbe(MIFace):
     name = "thread-probe"

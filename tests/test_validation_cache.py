@@ -12,7 +12,7 @@ import pytest
 from safetensors import safe_open
 from safetensors.numpy import load_file, save_file
 
-from reconbench.results import load_reconstructions
+from reconbench.image.results import load_reconstructions
 from reconbench.submissions import validate
 from reconbench.submissions import validation_cache as vc
 from reconbench.submissions.validation_cache import ValidationCache

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from reconbench.io import sha256_file
-from reconbench.tracks import EvaluationModel
+from reconbench.core.io import sha256_file
+from reconbench.core.tracks import EvaluationModel
 from reconbench.zoo.evaluator import FILE, evaluation_architecture, train_evaluation_model
 from reconbench.zoo.prepare import prepare_dataset
 

@@ -5,10 +5,10 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from reconbench import tracks
+from reconbench.core import tracks
 from reconbench.cli import app
-from reconbench.io import FileFormatError
-from reconbench.tracks import Track, TrackError, all_tracks, get_track
+from reconbench.core.io import FileFormatError
+from reconbench.core.tracks import Track, TrackError, all_tracks, get_track
 from reconbench.zoo import ZooError
 from reconbench.zoo.grid import parse_track_id, regenerated, registry_entry, sok_grid, zoo_registry_path
 from reconbench.zoo.registry_file import read_registry_file, upsert_track

@@ -13,14 +13,14 @@ from typer.testing import CliRunner
 
 from hubserver import point_huggingface_hub_at
 from reconbench.cli import app
-from reconbench.evaluation import evaluate
-from reconbench.hub import HubError
-from reconbench.io import sha256_file
-from reconbench.knowledge import build_knowledge
-from reconbench.scenario import Scenario
-from reconbench.signing import generate_key
-from reconbench.tracks import REGISTRY_ENV, TrackError, get_track
-from reconbench.track_files import load_splits, model_file
+from reconbench.pipeline.evaluation import evaluate
+from reconbench.image.hub import HubError
+from reconbench.core.io import sha256_file
+from reconbench.image.knowledge import build_knowledge
+from reconbench.core.scenario import Scenario
+from reconbench.core.signing import generate_key
+from reconbench.core.tracks import REGISTRY_ENV, TrackError, get_track
+from reconbench.image.track_files import load_splits, model_file
 from reconbench.zoo import ZooError
 from reconbench.zoo.prepare import prepare_dataset
 from reconbench.zoo.publish import publish_track

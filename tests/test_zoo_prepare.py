@@ -10,8 +10,8 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from reconbench.cli import app
-from reconbench.io import sha256_file
-from reconbench.io import FileFormatError, load_arrays
+from reconbench.core.io import sha256_file
+from reconbench.core.io import FileFormatError, load_arrays
 from reconbench.zoo import ZooError
 from reconbench.zoo.datasets import DATASETS, DatasetSpec
 from reconbench.zoo.prepare import cut_splits, load_split, prepare_dataset, read_manifest, stratified_order
@@ -91,7 +91,7 @@ def test_stratified_order_is_round_robin():
 
 def test_too_small_a_pool_is_refused():
     spec = DATASETS["digits"]
-    from reconbench.data.arrays import ArraySet
+    from reconbench.image.data.arrays import ArraySet
 
     pool = ArraySet(np.zeros((520, 1, 8, 8), np.uint8), np.arange(520, dtype=np.int64) % 10)
     with pytest.raises(ZooError, match="too few for the update set"):

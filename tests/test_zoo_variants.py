@@ -7,7 +7,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from reconbench.models import build_model, load_model
+from reconbench.image.models import build_model, load_model
 from reconbench.zoo import ZooError
 from reconbench.zoo.prepare import load_split, prepare_dataset
 from reconbench.zoo.targets import Overrides, plan, train_track

@@ -13,7 +13,7 @@ import types
 import torch
 from torch import nn
 
-from reconbench.attacks.base import Attack, Reconstruction
+from reconbench.image.attacks.base import Attack, Reconstruction
 
 PACKAGE_FILES = ("data/digits/cnn.safetensors", "data/digits/mlp.safetensors", "registry/tracks.json")
 
@@ -83,14 +83,17 @@ class Escape(Attack):
             return out
 
         attempt("closures", closures)
-        attempt("sys.modules registry", lambda: [m for m in ("reconbench.tracks", "reconbench.hub", "reconbench.zoo",
-                                                              "reconbench.data.digits", "reconbench.evaluation",
-                                                              "huggingface_hub", "reconbench.metrics") if m in sys.modules])
-        attempt("import reconbench.tracks", lambda: importlib.import_module("reconbench.tracks").load_target_model)
-        attempt("import reconbench.data.digits", lambda: importlib.import_module("reconbench.data.digits").digits_splits())
-        attempt("import reconbench.models.embedded", lambda: importlib.import_module("reconbench.models.embedded"))
+        attempt("sys.modules registry", lambda: [m for m in ("reconbench.core.tracks", "reconbench.image.hub", "reconbench.zoo",
+                                                              "reconbench.image.data.digits", "reconbench.pipeline.evaluation",
+                                                              "huggingface_hub", "reconbench.image.metrics") if m in sys.modules])
+        attempt("import reconbench.core.tracks", lambda: importlib.import_module("reconbench.core.tracks").load_target_model)
+        attempt("import reconbench.image.data.digits", lambda: importlib.import_module("reconbench.image.data.digits").digits_splits())
+        attempt("import reconbench.image.models.embedded", lambda: importlib.import_module("reconbench.image.models.embedded"))
+        # the old names (reconbench.core.moved) lead to the same files
+        attempt("import reconbench.tracks (old name)", lambda: importlib.import_module("reconbench.tracks").get_track)
+        attempt("import reconbench.data.digits (old name)", lambda: importlib.import_module("reconbench.data.digits"))
         attempt("import huggingface_hub", lambda: importlib.import_module("huggingface_hub"))
-        attempt("__import__ tracks", lambda: __import__("reconbench.tracks", fromlist=["get_track"]).get_track("digits"))
+        attempt("__import__ tracks", lambda: __import__("reconbench.core.tracks", fromlist=["get_track"]).get_track("digits"))
         package = self.config["package"]
         for rel in PACKAGE_FILES:
             path = os.path.join(package, rel)

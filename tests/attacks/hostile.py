@@ -13,7 +13,7 @@ import time
 
 import torch
 
-from reconbench.attacks.base import Attack, Reconstruction
+from reconbench.image.attacks.base import Attack, Reconstruction
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

@@ -2,7 +2,7 @@
 
 import torch
 
-from reconbench.attacks.base import Attack, Reconstruction
+from reconbench.image.attacks.base import Attack, Reconstruction
 
 
 class PeekingBlackBox(Attack):

@@ -9,6 +9,9 @@ The Python API (see the site page "Use from Python"):
 """
 
 from reconbench._version import __version__
+from reconbench.core.moved import install as _install_moved
+
+_install_moved()  # old import paths (signed attack codes, pinned recipes) keep resolving
 
 __all__ = ["__version__", "evaluate", "run_attack", "score"]
 

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
-    from reconbench.attacks.base import Attack, Progress, Reconstruction
-    from reconbench.evaluation import EvaluationOutput
-    from reconbench.metrics.report import ScoreReport
+    from reconbench.image.attacks.base import Attack, Progress, Reconstruction
+    from reconbench.pipeline.evaluation import EvaluationOutput
+    from reconbench.image.metrics.report import ScoreReport
     from reconbench.modalities import Modality
 
 DEFAULT_TRACK = "digits"
@@ -45,11 +45,11 @@ def run_attack(
     own calls again, or find no file at all. That is fine for experiments, and it is why nothing is
     scored, signed or written here.
     """
-    from reconbench.attacks import Progress, load_attack
-    from reconbench.evaluation import attack_run
+    from reconbench.image.attacks import Progress, load_attack
+    from reconbench.pipeline.evaluation import attack_run
     from reconbench.image.plugin import has_source_file
-    from reconbench.preflight import check_device
-    from reconbench.tracks import get_track
+    from reconbench.pipeline.preflight import check_device
+    from reconbench.core.tracks import get_track
 
     t = get_track(track)
     t.require_runnable()
@@ -78,11 +78,11 @@ def score(
     """
     import numpy as np
 
-    from reconbench.io import FileFormatError
-    from reconbench.metrics import score as run_score
-    from reconbench.preflight import check_device, check_weights_dir
-    from reconbench.tracks import TrackError, get_track
-    from reconbench.track_files import load_splits
+    from reconbench.core.io import FileFormatError
+    from reconbench.image.metrics import score as run_score
+    from reconbench.pipeline.preflight import check_device, check_weights_dir
+    from reconbench.core.tracks import TrackError, get_track
+    from reconbench.image.track_files import load_splits
 
     images, labels, what = _as_arrays(reconstructions)
     t = get_track(track)
@@ -108,10 +108,10 @@ def _as_arrays(reconstructions) -> tuple[np.ndarray, np.ndarray, str]:
     """(uint8 images, int64 labels, a name for messages) from any of score()'s accepted forms."""
     import numpy as np
 
-    from reconbench.io import FileFormatError
+    from reconbench.core.io import FileFormatError
 
     if isinstance(reconstructions, (str, Path)):
-        from reconbench.results import load_reconstructions
+        from reconbench.image.results import load_reconstructions
 
         images, labels = load_reconstructions(Path(reconstructions))
         return images, labels, str(reconstructions)
@@ -124,7 +124,7 @@ def _as_arrays(reconstructions) -> tuple[np.ndarray, np.ndarray, str]:
         if images.ndim != 4 or labels.shape != (images.shape[0],):
             raise FileFormatError(f"images must be (N, C, H, W) with N labels, got {images.shape} and {labels.shape}")
         return images, labels.astype(np.int64), "reconstructions"
-    from reconbench.attacks.base import Reconstruction, check_value_ranges
+    from reconbench.image.attacks.base import Reconstruction, check_value_ranges
 
     if isinstance(reconstructions, Reconstruction):
         check_value_ranges(reconstructions)
@@ -157,7 +157,7 @@ def evaluate(
     folder to create (it must not exist); by default ./recon-results/<entry-id>/. Returns
     EvaluationOutput: `.folder`, `.result.payload` (metrics, provenance), `.matches`.
     """
-    from reconbench.signing import default_key_path, generate_key
+    from reconbench.core.signing import default_key_path, generate_key
 
     key_path = Path(key) if key is not None else default_key_path()
     if key is None and not key_path.exists():
@@ -177,7 +177,7 @@ def check_track_and_key(track: str, key_path: str | Path) -> Modality:
     (it cost seconds of CPU: the command line calls this before importing anything heavy). Returns
     the plug-in of the track's modality, which runs it."""
     from reconbench.modalities import for_track
-    from reconbench.signing import check_key_file
+    from reconbench.core.signing import check_key_file
 
     check_key_file(Path(key_path))  # not loaded: the key is read only to sign, after the attack ended
     modality = for_track(track)

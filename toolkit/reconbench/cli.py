@@ -18,7 +18,7 @@ from rich.table import Table
 from reconbench._version import __version__
 from reconbench.api import evaluate_command  # noqa: F401 - also used by reconbench.sweep
 from reconbench.commands.weights import apply_offline, offline_option, weights_dir_option
-from reconbench.console import CliGroup, console, conventional_help, escape, fail, rich_task
+from reconbench.core.console import CliGroup, console, conventional_help, escape, fail, rich_task
 
 conventional_help()
 
@@ -35,7 +35,7 @@ def _options(debug: bool = typer.Option(False, "--debug", help="show the full tr
 
 def __getattr__(name: str):  # USER_ERRORS, computed when asked: importing them all would import torch
     if name == "USER_ERRORS":
-        from reconbench.errors import user_error_types
+        from reconbench.core.errors import user_error_types
 
         return user_error_types()
     raise AttributeError(name)
@@ -80,15 +80,15 @@ def evaluate(
     """
     apply_offline(offline)
     from reconbench.api import check_track_and_key, evaluate as run
-    from reconbench.signing import default_key_path, generate_key
-    from reconbench.threads import set_threads
+    from reconbench.core.signing import default_key_path, generate_key
+    from reconbench.core.threads import set_threads
 
     set_threads(threads)  # the attack's process gets the same count (isolation/parent.py)
     if key is None and not default_key_path().exists():
         generate_key(default_key_path())
         console.print(f"Created a signing key: [bold]{escape(default_key_path())}[/] (public key: {escape(default_key_path())}.pub)")
     check_track_and_key(track, key or default_key_path())
-    from reconbench.attacks import Progress  # torch: after the checks that need none
+    from reconbench.image.attacks import Progress  # torch: after the checks that need none
     output = run(
         attack, track, scenario=scenario, seed=seed, device=device, out=out, key=key,
         options=parse_overrides(set_), budget=budget, weights_dir=weights_dir, surrogate=surrogate,
@@ -97,7 +97,7 @@ def evaluate(
     )
     payload = output.result.payload
     from reconbench.commands.metric_table import print_metrics
-    from reconbench.metrics import METRICS
+    from reconbench.image.metrics import METRICS
 
     print_metrics(console, f"{payload.attack.name} on {payload.track} ({payload.scenario})", payload.metrics,
                   {name: info.direction for name, info in METRICS.items()})  # the text metrics are all ↑
@@ -114,7 +114,7 @@ def keygen(path: Optional[Path] = typer.Argument(None, help="private key file (d
 
     Example: recon-submit keygen            (then: recon-submit pubkey)
     """
-    from reconbench.signing import default_key_path, generate_key, key_id
+    from reconbench.core.signing import default_key_path, generate_key, key_id
 
     target = path or default_key_path()
     if target.exists():
@@ -132,7 +132,7 @@ def pubkey(path: Optional[Path] = typer.Argument(None, help="private key file (d
 
     Example: recon-submit pubkey
     """
-    from reconbench.signing import default_key_path, key_id, load_private_key, public_key_b64
+    from reconbench.core.signing import default_key_path, key_id, load_private_key, public_key_b64
 
     target = path or default_key_path()
     public = public_key_b64(load_private_key(target).public_key())
@@ -146,7 +146,7 @@ def verify(result: Path = typer.Argument(..., help="result folder or its result.
 
     Example: recon-submit verify recon-results/ENTRY
     """
-    from reconbench.errors import UserError
+    from reconbench.core.errors import UserError
     from reconbench.text.results import verify_any_result_dir
 
     if result.suffix in (".safetensors", ".jsonl"):
@@ -178,7 +178,7 @@ def attacks(name: Optional[str] = typer.Argument(None, help="an attack: show its
 
     Example: recon-submit attacks mi-face
     """
-    from reconbench.catalogue import CATALOGUE, TEXT_CATALOGUE
+    from reconbench.core.catalogue import CATALOGUE, TEXT_CATALOGUE
 
     if name:
         from reconbench.commands.attack_info import print_attack
@@ -199,7 +199,7 @@ def metrics() -> None:
 
     Example: recon-submit metrics
     """
-    from reconbench.metrics import METRICS
+    from reconbench.image.metrics import METRICS
 
     table = Table(title="metrics")
     for col in ("name", "dir", "level", "range", "formula"):

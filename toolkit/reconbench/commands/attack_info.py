@@ -5,12 +5,12 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
-from reconbench.console import console, fail
+from reconbench.core.console import console, fail
 
 
 def attack_details(spec: str) -> dict:
     """Everything `attacks NAME` prints, as data (also usable from Python)."""
-    from reconbench.attacks.options import BUDGETS, check_declaration, describe_options, resolve_options
+    from reconbench.image.attacks.options import BUDGETS, check_declaration, describe_options, resolve_options
     from reconbench.modalities import for_attack
 
     cls = for_attack(spec).load_attack(spec)  # a text attack is registered-only: its name; an image one, a file too
@@ -32,7 +32,7 @@ def _text(value: object) -> str:
 
 
 def print_attack(spec: str) -> None:
-    from reconbench.attacks import AttackError
+    from reconbench.image.attacks import AttackError
 
     try:
         info = attack_details(spec)

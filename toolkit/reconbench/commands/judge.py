@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from reconbench.console import console, err_console, fail
+from reconbench.core.console import console, err_console, fail
 
 
 def register(app: typer.Typer) -> None:
@@ -45,7 +45,7 @@ def register(app: typer.Typer) -> None:
         from reconbench.judge.cache import AnswerCache, default_cache_dir
         from reconbench.judge.client import CallFailed, Endpoint, JudgeError
         from reconbench.judge.runner import Options, plan_study, redacted_request
-        from reconbench.signing import default_key_path
+        from reconbench.core.signing import default_key_path
 
         modes = {"random": ("random",), "fixed": ("fixed",), "both": ("random", "fixed")}.get(order)
         if modes is None:

@@ -6,8 +6,8 @@ from collections import Counter
 
 from rich.table import Table
 
-from reconbench.console import console, escape
-from reconbench.errors import UserError
+from reconbench.core.console import console, escape
+from reconbench.core.errors import UserError
 
 STATUSES = {
     "embedded": "ships with the toolkit: runs offline",
@@ -17,7 +17,7 @@ STATUSES = {
 
 
 def print_tracks(status: str | None = None, include_planned: bool = False) -> None:
-    from reconbench.tracks import all_tracks
+    from reconbench.core.tracks import all_tracks
 
     if status is not None and status not in STATUSES:
         raise UserError(f"--status {status}: unknown status (one of {', '.join(STATUSES)})")

@@ -9,7 +9,7 @@ import re
 from rich.console import Console
 from rich.table import Table
 
-from reconbench.console import escape
+from reconbench.core.console import escape
 
 
 def print_metrics(console: Console, title: str, metrics: dict, directions: dict[str, str]) -> None:

@@ -14,7 +14,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from reconbench.console import console, fail, rich_task
+from reconbench.core.console import console, fail, rich_task
 
 
 def register(app: typer.Typer) -> None:
@@ -37,7 +37,7 @@ def reproduce(
 
     Example: recon-submit reproduce submissions/my-lab/ENTRY
     """
-    from reconbench.attacks import Progress
+    from reconbench.image.attacks import Progress
     from reconbench.cli import USER_ERRORS
     from reconbench.reproduction.record import RecordError
     from reconbench.reproduction.rerun import ReproduceError

@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from reconbench.commands.weights import apply_offline, offline_option, weights_dir_option
-from reconbench.console import console, escape, fail
+from reconbench.core.console import console, escape, fail
 
 
 def register(app: typer.Typer) -> None:
@@ -32,7 +32,7 @@ def score(
     """
     apply_offline(offline)
     from reconbench.api import score as run_score
-    from reconbench.metrics import METRICS
+    from reconbench.image.metrics import METRICS
 
     report = run_score(reconstructions, track, dynamic=dynamic, device=device, weights_dir=weights_dir)
     if as_json:
@@ -60,10 +60,10 @@ def memorization(
     """
     import numpy as np
 
-    from reconbench.console import rich_task
-    from reconbench.models.memorization import track_memorization
+    from reconbench.core.console import rich_task
+    from reconbench.image.models.memorization import track_memorization
     from reconbench.sweep.cluster import ClusterError
-    from reconbench.tracks import TrackError, get_track
+    from reconbench.core.tracks import TrackError, get_track
 
     if models < 2:  # each sample must be inside some models' subsets and outside others'
         fail(f"--models {models}: the estimate needs at least 2 models (Feldman & Zhang use thousands; 20 is the default)")

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from reconbench.console import console, escape, fail
+from reconbench.core.console import console, escape, fail
 
 
 def register(app: typer.Typer) -> None:
@@ -33,8 +33,8 @@ def sweep(
 
     Example: recon-submit sweep grid.toml --budget quick --dry-run
     """
-    from reconbench.console import rich_task
-    from reconbench.signing import SigningError, default_key_path, generate_key
+    from reconbench.core.console import rich_task
+    from reconbench.core.signing import SigningError, default_key_path, generate_key
     from reconbench.sweep import GridError, load_grid, run_sweep
     from reconbench.sweep.cluster import ClusterError
     from reconbench.sweep.run import done_result

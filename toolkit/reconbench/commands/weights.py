@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from reconbench.console import console, fail, rich_task
+from reconbench.core.console import console, fail, rich_task
 
 
 def weights_dir_option():
@@ -23,7 +23,7 @@ def offline_option():
 
 
 def apply_offline(offline: bool) -> None:
-    if offline:  # read by reconbench.metrics.weights.downloads_allowed and reconbench.hub
+    if offline:  # read by reconbench.image.metrics.weights.downloads_allowed and reconbench.image.hub
         os.environ["HF_HUB_OFFLINE"] = "1"
 
 
@@ -54,8 +54,8 @@ def fetch(
 
     Example: recon-submit weights fetch
     """
-    from reconbench.metrics.download import WeightsError, fetch as fetch_one, source_url
-    from reconbench.metrics.weights import all_pinned, downloads_allowed
+    from reconbench.image.metrics.download import WeightsError, fetch as fetch_one, source_url
+    from reconbench.image.metrics.weights import all_pinned, downloads_allowed
 
     if not downloads_allowed():
         fail("HF_HUB_OFFLINE=1 is set, so nothing is downloaded; unset it to fetch the weights (from the official "
@@ -79,8 +79,8 @@ def status(
 
     Example: recon-submit weights status
     """
-    from reconbench.metrics.weights import FETCH_COMMAND, all_pinned, load_weights, weights_cache_dir
-    from reconbench.metrics.weights import cache_key as key
+    from reconbench.image.metrics.weights import FETCH_COMMAND, all_pinned, load_weights, weights_cache_dir
+    from reconbench.image.metrics.weights import cache_key as key
 
     if cache_key:
         print(key())

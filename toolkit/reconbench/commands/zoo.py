@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from reconbench.console import console, escape, fail
+from reconbench.core.console import console, escape, fail
 
 WORK = Path("zoo-build")  # default working folder: zoo-build/data/<dataset>/, zoo-build/targets/<track>/
 
@@ -23,9 +23,9 @@ def _target_dir(track: str) -> Path:
 
 
 def _errors():
-    from reconbench.hub import HubError
-    from reconbench.io import FileFormatError
-    from reconbench.tracks import TrackError
+    from reconbench.image.hub import HubError
+    from reconbench.core.io import FileFormatError
+    from reconbench.core.tracks import TrackError
 
     return (HubError, FileFormatError, TrackError, ValueError, FileExistsError)  # ZooError is a ValueError
 

@@ -1,7 +1,5 @@
-"""The image modality's plug-in (plugin.py: the hooks reconbench.modalities calls) and its
-reproduction (reproduce.py).
-
-The image modality's own modules (data/, models/, zoo/, attacks/, metrics/, knowledge.py,
-track_files.py, results.py, ...) still sit at the package root, where the image pipeline grew up;
-docs/architecture.md, "Modalities", lists them.
+"""The image modality: its data (data/), target and evaluation models (models/), attacks (attacks/),
+metrics (metrics/), the stolen surrogate (surrogate/), the view an attack gets (knowledge, dynamic,
+queries), the track files and Hub client (track_files, hub), the result file (results), and the
+plug-in the core calls (plugin.py) with its reproduction (reproduce.py). Its zoo is reconbench.zoo.
 """

@@ -15,7 +15,7 @@ def validation_stages() -> dict:
 
 
 def owns_track(track_id: str) -> bool:
-    from reconbench.tracks import TrackError, get_track
+    from reconbench.core.tracks import TrackError, get_track
 
     try:
         get_track(track_id)
@@ -25,31 +25,31 @@ def owns_track(track_id: str) -> bool:
 
 
 def owns_result(result: object) -> bool:
-    from reconbench.results import ResultFile
+    from reconbench.image.results import ResultFile
 
     return isinstance(result, ResultFile)
 
 
 def owns_attack(name: str) -> bool:
-    from reconbench.catalogue import BY_NAME
+    from reconbench.core.catalogue import BY_NAME
 
     return name in BY_NAME
 
 
 def check_track(track_id: str) -> None:
-    from reconbench.tracks import get_track
+    from reconbench.core.tracks import get_track
 
     get_track(track_id)  # TrackError: unknown (with the nearest ids), before torch and the attack load
 
 
 def load_attack(name: str) -> type:
-    from reconbench.attacks import load_attack as load
+    from reconbench.image.attacks import load_attack as load
 
     return load(name)
 
 
 def result_schema() -> dict:
-    from reconbench.results import result_json_schema
+    from reconbench.image.results import result_json_schema
 
     return result_json_schema()
 
@@ -57,8 +57,8 @@ def result_schema() -> dict:
 def evaluate(attack, track: str, *, key_path: Path, command_for, scenario, seed, device, options, budget, out,
              weights_dir, progress, surrogate):
     """A registered name, `file.py:Class` or an Attack class, run in its own (sandboxed) process."""
-    from reconbench.evaluation import evaluate as run
-    from reconbench.isolation.parent import attack_spec
+    from reconbench.pipeline.evaluation import evaluate as run
+    from reconbench.pipeline.isolation.parent import attack_spec
 
     if isinstance(attack, type):
         _require_importable(attack)
@@ -86,7 +86,7 @@ def _require_importable(cls: type) -> None:
     import ast
     import sys
 
-    from reconbench.attacks.errors import AttackError
+    from reconbench.image.attacks.errors import AttackError
 
     where = "see the site page \"Use from Python\", site/python.md"
     if not has_source_file(cls):

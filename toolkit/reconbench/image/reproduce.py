@@ -6,18 +6,18 @@ from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
 
-from reconbench.attack_source import ATTACK_DIR, source_problem
+from reconbench.core.attack_source import ATTACK_DIR, source_problem
 from reconbench.reproduction.entry import (Entry, ReproduceError, record, require_registered,
                                            require_same_target)
 from reconbench.reproduction.record import ReproductionRecord
-from reconbench.results import RECONSTRUCTIONS_FILE, RESULT_FILE, load_reconstructions
+from reconbench.image.results import RECONSTRUCTIONS_FILE, RESULT_FILE, load_reconstructions
 
 RERUN_NEEDS_SANDBOX = True  # the re-run runs the entry's attack: a record needs it sandboxed
 
 
 def reproduction_spec(folder: Path, result) -> str:
     """What the re-run loads: a registered name, or attack/<file>.py:Class in the entry."""
-    from reconbench.attacks import ATTACKS
+    from reconbench.image.attacks import ATTACKS
 
     attack = result.payload.attack
     if attack.source_sha256 is None:
@@ -38,21 +38,21 @@ def reproduction_spec(folder: Path, result) -> str:
 
 
 def rerun(entry: Entry, *, key: Path, config: dict, weights_dir: Path | None, **common) -> None:
-    from reconbench.evaluation import evaluate
+    from reconbench.pipeline.evaluation import evaluate
 
     p = entry.result.payload
     surrogate = p.surrogate.method if p.surrogate is not None else None
     if p.surrogate is not None:  # the model stolen again with the recorded configuration (every resolved value)
-        from reconbench.surrogate.route import PREFIX
+        from reconbench.image.surrogate.route import PREFIX
 
         config.update({PREFIX + k: v for k, v in p.surrogate.config.items()})
     evaluate(attack_spec=entry.spec, key_path=key, config=config, surrogate=surrogate, weights_dir=weights_dir, **common)
 
 
 def score_run(entry: Entry, run_dir: Path, *, device: str, weights_dir: Path | None) -> ReproductionRecord:
-    from reconbench.metrics import score
-    from reconbench.track_files import load_splits, track_holdout
-    from reconbench.tracks import get_track
+    from reconbench.image.metrics import score
+    from reconbench.image.track_files import load_splits, track_holdout
+    from reconbench.core.tracks import get_track
 
     p = entry.result.payload
     recon = run_dir / RECONSTRUCTIONS_FILE

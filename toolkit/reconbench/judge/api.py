@@ -28,7 +28,7 @@ class StudyOutput:
 def finish(plan: Plan, endpoint: Endpoint, cache: AnswerCache, *, team: str, key_path: Path, out_root: Path,
            title: str | None = None, progress: Callable[[Tally], None] | None = None) -> StudyOutput:
     from reconbench.judge.study import check_title
-    from reconbench.signing import load_private_key
+    from reconbench.core.signing import load_private_key
 
     check_title(title)
     key = load_private_key(key_path)  # before any call: a bad key must not cost a study's worth of calls

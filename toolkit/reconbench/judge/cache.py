@@ -13,8 +13,8 @@ import json
 import os
 from pathlib import Path
 
-from reconbench.io import write_json
-from reconbench.signing import canonical
+from reconbench.core.io import write_json
+from reconbench.core.signing import canonical
 
 
 def default_cache_dir() -> Path:

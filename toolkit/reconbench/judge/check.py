@@ -87,7 +87,7 @@ def _layout(folder: Path) -> Path:
 
 
 def _signature(study: StudyFile, raw: dict, path: Path, submissions: Path) -> str:
-    from reconbench.signing import SigningError, verify_payload
+    from reconbench.core.signing import SigningError, verify_payload
     from reconbench.submissions.team import TeamError, load_team
 
     team_dir = submissions / study.payload.team
@@ -103,8 +103,8 @@ def _signature(study: StudyFile, raw: dict, path: Path, submissions: Path) -> st
 
 
 def _entries(study: StudyFile, path: Path, submissions: Path) -> list:
-    from reconbench.io import sha256_file
-    from reconbench.results import RECONSTRUCTIONS_FILE, RESULT_FILE, ResultError, load_reconstructions, parse_result_json
+    from reconbench.core.io import sha256_file
+    from reconbench.image.results import RECONSTRUCTIONS_FILE, RESULT_FILE, ResultError, load_reconstructions, parse_result_json
 
     loaded = []
     for i, c in enumerate(study.payload.conditions):

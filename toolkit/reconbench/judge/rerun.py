@@ -11,7 +11,7 @@ import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
-from reconbench.io import write_json
+from reconbench.core.io import write_json
 from reconbench.judge.rerun_record import RERUN_FILE, RerunError, RerunRecord, compare, payload_sha256, read_rerun  # noqa: F401
 from reconbench.judge.study import Judge, StudyFile
 
@@ -43,7 +43,7 @@ def rerun_study(folder: Path, submissions: Path, endpoint, *, key_path: Path, re
     from reconbench.judge.runner import run_plan, votes_of
     from reconbench.judge.study import read_study
     from reconbench.reproduction.record import reproducer_keys
-    from reconbench.signing import load_private_key, public_key_b64, sign_payload
+    from reconbench.core.signing import load_private_key, public_key_b64, sign_payload
 
     folder = Path(folder)
     key = load_private_key(key_path)  # before any call

@@ -25,9 +25,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationError
 
-from reconbench.io import strict_json_loads
+from reconbench.core.io import strict_json_loads
 from reconbench.judge.study import Judge, Strict, Text
-from reconbench.results import Sha256, Signature, Slug
+from reconbench.image.results import Sha256, Signature, Slug
 
 RERUN_FILE = "rerun.json"
 MAX_BYTES = 4_000_000
@@ -67,7 +67,7 @@ class SignedRerun(Strict):
 
 
 def payload_sha256(raw_payload: dict) -> str:
-    from reconbench.signing import canonical
+    from reconbench.core.signing import canonical
 
     return hashlib.sha256(canonical(raw_payload)).hexdigest()
 
@@ -91,7 +91,7 @@ def compare(study_aggregates: dict, rerun_aggregates: dict) -> list[PredComparis
 
 
 def read_rerun(path: Path) -> SignedRerun:
-    from reconbench.results import first_error
+    from reconbench.image.results import first_error
     from reconbench.submissions.team import TeamError, read_capped
 
     try:
@@ -106,7 +106,7 @@ def verify_rerun(path: Path, raw_payload: dict, study_aggregates: dict, reproduc
     """What the page shows of a re-run record: {by, agrees, comparisons, judge, created}; RerunError when it
     is not signed by a listed reproducer or not for this very study."""
     from reconbench.reproduction.record import RecordError, reproducer_keys
-    from reconbench.signing import SigningError, verify_payload
+    from reconbench.core.signing import SigningError, verify_payload
 
     signed = read_rerun(path)
     try:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from reconbench.io import sha256_file
-from reconbench.results import RECONSTRUCTIONS_FILE, RESULT_FILE, ResultError, load_reconstructions, parse_result_json
+from reconbench.core.io import sha256_file
+from reconbench.image.results import RECONSTRUCTIONS_FILE, RESULT_FILE, ResultError, load_reconstructions, parse_result_json
 
 SOK_TARGETS = 1000  # SoK §6.1: "1,000 randomly chosen CelebA images as targets"
 BLOCK_VALUES = 1 << 24  # float64 values per distance block (128 MiB): bounded memory on CelebA-sized sets
@@ -152,8 +152,8 @@ def select_candidates(target_images: np.ndarray, target_labels: np.ndarray, indi
 
 def target_split(track_id: str, training: str) -> tuple[np.ndarray, np.ndarray, str]:
     """(images, labels, split name) of D_tar: the target set, or the update set in dynamic scenarios."""
-    from reconbench.tracks import get_track
-    from reconbench.track_files import load_splits
+    from reconbench.core.tracks import get_track
+    from reconbench.image.track_files import load_splits
 
     splits = load_splits(get_track(track_id), ["update"] if training == "dynamic" else ["target"])
     split = splits.update if training == "dynamic" else splits.target

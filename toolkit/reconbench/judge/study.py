@@ -4,7 +4,7 @@ The payload holds the judge model (as requested and as the endpoint reported it)
 the options, the conditions (entries, pinned by the sha256 of their result.json and reconstructions),
 the sampled targets with each condition's candidate, every vote (order shown, answers, the position
 chosen and the condition it maps to) and the aggregates per order mode. The signature covers the
-RFC 8785 canonical form of the payload (reconbench.signing).
+RFC 8785 canonical form of the payload (reconbench.core.signing).
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from reconbench._version import __version__
-from reconbench.io import atomic_path, strict_json_loads
+from reconbench.core.io import atomic_path, strict_json_loads
 from reconbench.judge import STUDY_FILE
 from reconbench.judge.aggregate import aggregates
 from reconbench.judge.prompt import ANSWER_CHARS, MAX_CONDITIONS, MIN_CONDITIONS
-from reconbench.results import Sha256, Signature, Slug
-from reconbench.signing import sign_payload
+from reconbench.image.results import Sha256, Signature, Slug
+from reconbench.core.signing import sign_payload
 
 SCHEMA_VERSION = 1
 MAX_BYTES = 16_000_000  # 1,000 targets x 5 repeats x 2 modes is ~2 MB; 8x that is a mistake or abuse
@@ -182,7 +182,7 @@ def write_study(folder: Path, payload: dict, key) -> Path:
 
 def read_study(path: Path) -> tuple[StudyFile, dict]:
     """(parsed file, raw payload dict as signed); strict JSON: no duplicate keys, no NaN/Infinity."""
-    from reconbench.results import first_error
+    from reconbench.image.results import first_error
     from reconbench.submissions.team import TeamError, read_capped
 
     try:

@@ -11,7 +11,7 @@ baselines stay defined there;
 - "uniform noise": seeded uniform uint8 pixels, labels cycling through the classes (every scenario).
 Each baseline returns exactly |D_tar| images (the first |D_tar| auxiliary images, which are already
 a seeded random order of the dataset; the size rule of SoK §4.3) and is scored by
-`reconbench.metrics.score` exactly as an entry is. They are not entries: no signature, no rank.
+`reconbench.image.metrics.score` exactly as an entry is. They are not entries: no signature, no rank.
 
 Scores are cached on disk by the content hash of the target set (and of the auxiliary set and the
 baseline's definition): $RECONBENCH_CACHE/baselines, default ~/.cache/reconbench/baselines.
@@ -74,7 +74,7 @@ def baseline_images(kind: str, n: int, shape: tuple[int, ...], num_classes: int,
 def _score(images, labels, target, holdout=None) -> dict:
     """{metric: {value, coverage}}, plus "membership": {metric: gap fields} against the holdout (when the
     track has one): a reference row knows nothing of the members, so its gap shows what 0 looks like."""
-    from reconbench.metrics import score
+    from reconbench.image.metrics import score
 
     report = score(images, labels, target.images, target.labels, lpips=False, fid=False,
                    holdout_images=None if holdout is None else holdout.images,
@@ -93,7 +93,7 @@ def _cached(key: str, compute) -> dict:
         pass
     value = compute()
     try:
-        from reconbench.io import atomic_path
+        from reconbench.core.io import atomic_path
 
         folder.mkdir(parents=True, exist_ok=True)
         with atomic_path(path) as tmp:
@@ -106,9 +106,9 @@ def _cached(key: str, compute) -> dict:
 def track_baselines(track, gaps: bool = True) -> list[dict]:
     """Reference rows of one track: dicts with kind, label, training, data, scenario cell and metrics
     (and "membership": each metric's gap against the holdout, when `gaps` and the track has one)."""
-    from reconbench.track_files import load_splits
+    from reconbench.image.track_files import load_splits
 
-    from reconbench.track_files import track_holdout
+    from reconbench.image.track_files import track_holdout
 
     splits = load_splits(track)
     rows = []
@@ -145,8 +145,8 @@ def pseudo_labelled(track, aux):
     """The aux set labelled by the target model's top-1 prediction (for unlabelled aux data)."""
     import torch
 
-    from reconbench.data.arrays import ArraySet
-    from reconbench.track_files import load_target_model
+    from reconbench.image.data.arrays import ArraySet
+    from reconbench.image.track_files import load_target_model
 
     model = load_target_model(track)
     with torch.no_grad():

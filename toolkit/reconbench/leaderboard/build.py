@@ -66,11 +66,11 @@ def load_reports(root: Path, *, rescore: bool, device: str) -> list:
 
 
 def attack_catalogue(frames: list[pd.DataFrame]) -> list[dict]:
-    """Built-in attacks only, of every modality, from reconbench.catalogue (no attack code is imported).
+    """Built-in attacks only, of every modality, from reconbench.core.catalogue (no attack code is imported).
     A name that is not built in comes from an entry's own text: it never gets a page, a nav item or
     a badge (one entry must not add to the site's structure); it shows only on its entries' pages.
     `frames`: each modality board's entries, for the count of listed entries per attack."""
-    from reconbench.catalogue import BY_NAME, TEXT_BY_NAME
+    from reconbench.core.catalogue import BY_NAME, TEXT_BY_NAME
 
     counts: dict[str, int] = {}
     for frame in frames:

@@ -21,7 +21,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from reconbench.leaderboard.frame import BOARD_METRICS, LABELS, RANK_PREFERENCE, ranked
-from reconbench.metrics import METRICS
+from reconbench.image.metrics import METRICS
 
 UNITS = {"fid": "", "ssim": "", "psnr": " [dB]", "mse": " [pixels in 0..1, squared]", "lpips": ""}
 COVERAGE_METRIC = "ssim"  # the SoK reports SSIM coverage as its diversity measure (Table 2)

@@ -11,7 +11,7 @@ import pandas as pd
 
 from reconbench.leaderboard import leakage, seeds
 from reconbench.leaderboard.frame import LABELS, rank_metric, ranked, safe_slug, sort_board
-from reconbench.metrics import METRICS
+from reconbench.image.metrics import METRICS
 
 DOWNLOADS_DIR = "downloads"
 JSON_FILE = f"{DOWNLOADS_DIR}/leaderboard.json"
@@ -120,6 +120,6 @@ def badge_file(attack: str) -> str:
 
 
 def schema_json() -> str:
-    from reconbench.results import result_json_schema
+    from reconbench.image.results import result_json_schema
 
     return json.dumps(result_json_schema(), indent=2, ensure_ascii=False) + "\n"

@@ -61,7 +61,7 @@ class Claim:
 
 def _rows(frame: pd.DataFrame, track: str, attack: str | None = None, cell: str | None = None) -> pd.DataFrame:
     """Validated entries of a track (and attack, and cell). A white-box attack in a black-box cell
-    ran on a stolen surrogate (reconbench.surrogate): the cell tells the two apart."""
+    ran on a stolen surrogate (reconbench.image.surrogate): the cell tells the two apart."""
     rows = frame[(frame["track"] == track) & (frame["trust"] != "failed")]
     if attack is not None:
         rows = rows[rows["attack"] == attack]
@@ -317,7 +317,7 @@ CLAIMS = (
 def entry_gaps(frame: pd.DataFrame) -> dict[str, dict]:
     """entry page -> metric -> {value, p, low, high}: the gaps validation recomputed (the board's
     gap_<m> columns, leaderboard/leakage.py) where the frame has them, else each result file's
-    `membership` block (reconbench.metrics.membership); entries with neither are absent."""
+    `membership` block (reconbench.image.metrics.membership); entries with neither are absent."""
     out: dict[str, dict] = {}
     columns = sorted(c[4:] for c in frame.columns if c.startswith("gap_") and c.count("_") >= 1
                      and f"{c}_p" in frame.columns)
@@ -374,9 +374,9 @@ def aux_mean_scores(track_id: str = SPLIT5) -> dict | None:
     """The per-class aux-mean reference of the similar cell (aux unlabelled: labelled by the target's
     top-1, leaderboard/baselines.py), scored like an entry, evaluation classifier included."""
     from reconbench.leaderboard.baselines import baseline_images, pseudo_labelled
-    from reconbench.metrics import score
-    from reconbench.track_files import load_splits
-    from reconbench.tracks import get_track
+    from reconbench.image.metrics import score
+    from reconbench.image.track_files import load_splits
+    from reconbench.core.tracks import get_track
 
     try:
         track = get_track(track_id)

@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from reconbench.leaderboard import leakage
-from reconbench.metrics import METRICS
-from reconbench.tracks import TrackError, all_tracks
+from reconbench.image.metrics import METRICS
+from reconbench.core.tracks import TrackError, all_tracks
 
 # ascending trust; "held" (near-copies of public images) is listed, never ranked, until reproduced
 TRUST_LEVELS = ("failed", "held", "signed", "re-scored", "reproduced")
@@ -89,7 +89,7 @@ def _track_facts() -> dict[str, dict]:
 
 def entries_frame(reports: Iterable) -> pd.DataFrame:
     """EntryReport list (reconbench.submissions) -> DataFrame with COLUMNS, sorted by track then page."""
-    from reconbench.catalogue import BY_NAME  # the board reads the catalogue, never attack code
+    from reconbench.core.catalogue import BY_NAME  # the board reads the catalogue, never attack code
 
     tracks = _track_facts()
     rows = []
@@ -129,7 +129,7 @@ def entries_frame(reports: Iterable) -> pd.DataFrame:
             if track is not None:
                 row.update(dataset=track.dataset, architecture=track.architecture, train_size=track.train_size)
                 try:
-                    from reconbench.scenario import Scenario
+                    from reconbench.core.scenario import Scenario
 
                     row["target_size"] = track.target_size(Scenario.parse(p.scenario))
                 except (TrackError, ValueError):
@@ -224,7 +224,7 @@ def last_update(frame: pd.DataFrame) -> pd.Timestamp | None:
 
 def pinned_holdout(payload) -> str | None:
     """The holdout set an image track pins for the entry's scenario (a dynamic run's: its update holdout)."""
-    from reconbench.tracks import TrackError, get_track
+    from reconbench.core.tracks import TrackError, get_track
 
     try:
         track = get_track(payload.track)

@@ -20,8 +20,8 @@ import numpy as np
 import torch
 from PIL import Image
 
-from reconbench.metrics.ssim import SSIMKernel
-from reconbench.threads import one_torch_thread
+from reconbench.image.metrics.ssim import SSIMKernel
+from reconbench.core.threads import one_torch_thread
 
 log = logging.getLogger(__name__)
 
@@ -169,8 +169,8 @@ class TargetSets:
 
     @staticmethod
     def _load(track_id: str, training: str):
-        from reconbench.tracks import get_track
-        from reconbench.track_files import load_splits
+        from reconbench.core.tracks import get_track
+        from reconbench.image.track_files import load_splits
 
         try:
             splits = load_splits(get_track(track_id))
@@ -185,8 +185,8 @@ def entry_gallery(entry_dir, payload, targets: TargetSets) -> Gallery | None:
     """The gallery of a validated entry, or None when its reconstruction file is not local."""
     from pathlib import Path
 
-    from reconbench.io import FileFormatError
-    from reconbench.results import load_reconstructions
+    from reconbench.core.io import FileFormatError
+    from reconbench.image.results import load_reconstructions
 
     info = payload.reconstructions
     path = Path(entry_dir) / info.file
@@ -210,12 +210,12 @@ def near_copy_evidence(report, row: dict, files: dict) -> dict | None:
         return None
     from pathlib import Path
 
-    from reconbench.io import FileFormatError
+    from reconbench.core.io import FileFormatError
     from reconbench.leaderboard.frame import entry_evidence
-    from reconbench.results import load_reconstructions
+    from reconbench.image.results import load_reconstructions
     from reconbench.submissions.nearcopy import HELD_SHARE
-    from reconbench.track_files import public_pool
-    from reconbench.tracks import TrackError, get_track
+    from reconbench.image.track_files import public_pool
+    from reconbench.core.tracks import TrackError, get_track
 
     try:
         images, _ = load_reconstructions(Path(report.path) / result.payload.reconstructions.file)

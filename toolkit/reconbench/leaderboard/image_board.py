@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 from markupsafe import Markup
 
-from reconbench.catalogue import BY_NAME
+from reconbench.core.catalogue import BY_NAME
 from reconbench.leaderboard import baselines, cells, charts, downloads, leakage, leakage_view, matrix, seeds
 from reconbench.leaderboard.frame import (
     BOARD_METRICS,
@@ -38,7 +38,7 @@ class ImageBoard:
     baselines of every track, made once; then the pages, in the order build_site asks for them."""
 
     def __init__(self, reports: list, *, rescore: bool, galleries: bool, site_url: str | None, timings: dict):
-        from reconbench.tracks import TrackError, all_tracks
+        from reconbench.core.tracks import TrackError, all_tracks
 
         self.reports, self.rescore, self.galleries, self.site_url, self.timings = reports, rescore, galleries, site_url, timings
         t1 = time.perf_counter()

@@ -103,7 +103,7 @@ def build_judgements(pages, files: dict, folder: Path, submissions: Path) -> lis
     from reconbench.judge.aggregate import TIE_RULE, major_ties_split
     from reconbench.judge.check import check_studies
     from reconbench.judge.selection import target_split
-    from reconbench.results import load_reconstructions
+    from reconbench.image.results import load_reconstructions
 
     reports = check_studies(folder, submissions) if Path(folder).is_dir() else []
     nav = [("All studies", INDEX)]

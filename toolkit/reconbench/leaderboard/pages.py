@@ -29,7 +29,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from reconbench.leaderboard.frame import BOARD_METRICS, LABELS, attack_page
-from reconbench.metrics import METRICS
+from reconbench.image.metrics import METRICS
 
 FRAGMENT = re.compile(r"<!--rb:html-->(.*?)<!--/rb:html-->", re.S)
 PLACEHOLDER = re.compile(r"<!--\s*rb:([A-Za-z0-9_./#-]+)\s*-->")

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from reconbench.leaderboard.frame import TRUST_LEVELS, ranked
-from reconbench.metrics import METRICS
+from reconbench.image.metrics import METRICS
 
 KEY = ("team", "track", "attack", "attack_version", "scenario", "config")
 

@@ -24,7 +24,7 @@ import pandas as pd
 
 from reconbench.leaderboard import leakage, leakage_view
 from reconbench.leaderboard.frame import TRUST_RANK, UNRANKED, entry_folder, entry_page
-from reconbench.metrics.info import MetricInfo
+from reconbench.image.metrics.info import MetricInfo
 
 TEXT_METRICS = ("bleu", "rouge_l", "similarity", "exact_match")
 TEXT_RANK_PREFERENCE = TEXT_METRICS
@@ -80,7 +80,7 @@ def visible(text) -> str:
 
 def _tracks() -> dict:
     from reconbench.text.tracks import all_text_tracks
-    from reconbench.tracks import TrackError
+    from reconbench.core.tracks import TrackError
 
     try:
         return {t.id: t for t in all_text_tracks()}
@@ -90,7 +90,7 @@ def _tracks() -> dict:
 
 def text_frame(reports) -> pd.DataFrame:
     """Text EntryReports -> one row each (failed ones keep a row without metrics), as entries_frame does."""
-    from reconbench.catalogue import BY_NAME, TEXT_BY_NAME
+    from reconbench.core.catalogue import BY_NAME, TEXT_BY_NAME
 
     try:
         from reconbench.text.attacks import TEXT_ATTACKS

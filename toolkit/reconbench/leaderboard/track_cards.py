@@ -28,7 +28,7 @@ FASHION_SOURCE = ("Fashion-MNIST (Xiao, Rasul, Vollgraf 2017; MIT licence): the 
                   "`dataset-fashion-mnist` (the authors' IDX files; the decompressed bytes are pinned by sha256), or "
                   "elsewhere the Hugging Face Hub's parquet copy `zalando-datasets/fashion_mnist`, pinned by commit "
                   "and sha256. Both decode to the same arrays, pinned by content hash "
-                  "(`reconbench.data.fashion`). Splits: `reconbench.data.fashion_splits`.")
+                  "(`reconbench.image.data.fashion`). Splits: `reconbench.image.data.fashion_splits`.")
 NOTES = {
     "fashion-mnist": "28x28 images zero-padded to 32x32, as GMI's MNIST code works at 32x32 (it resizes; "
                      "padding is exact). Ten classes, class-balanced nested target sets.",
@@ -43,7 +43,7 @@ NOTES = {
 
 def _split_rows(track) -> list[dict]:
     """(name, size, class counts, content hash, who sees it) of each split; [] when the data is absent."""
-    from reconbench.track_files import load_splits
+    from reconbench.image.track_files import load_splits
 
     try:
         splits = load_splits(track)
@@ -75,7 +75,7 @@ def _recipe(track) -> dict | None:
         return None
     from dataclasses import asdict
 
-    from reconbench.models.fashion_targets import ALL
+    from reconbench.image.models.fashion_targets import ALL
 
     name = track.source.model_file.removeprefix("fashion/").removesuffix(".safetensors")
     return asdict(ALL[name].config) if name in ALL else None
@@ -90,7 +90,7 @@ def card_context(track) -> dict:
 def add_to_bundle(bundle) -> None:
     """The hook's call: a card per runnable track, an index, and the nav section `tracks`."""
     from reconbench.leaderboard.pages import Pages
-    from reconbench.tracks import TrackError, all_tracks
+    from reconbench.core.tracks import TrackError, all_tracks
 
     try:
         tracks = [t for t in all_tracks() if t.status != "unpublished"]

@@ -11,12 +11,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from reconbench._version import __version__
-from reconbench.attack_source import is_file_attack
-from reconbench.io import sha256_file
+from reconbench.core.attack_source import is_file_attack
+from reconbench.core.io import sha256_file
 from reconbench.reproduction import compare, tolerances
 from reconbench.reproduction.record import Comparison, ReproductionRecord, RunInfo
-from reconbench.results import RESULT_FILE, ResultError, ResultFile, git_state, payload_dict
-from reconbench.signing import canonical
+from reconbench.image.results import RESULT_FILE, ResultError, ResultFile, git_state, payload_dict
+from reconbench.core.signing import canonical
 
 
 class ReproduceError(Exception):

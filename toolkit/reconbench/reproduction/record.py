@@ -29,10 +29,10 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints, ValidationError, model_validator
 
-from reconbench.io import strict_json_loads, write_json
-from reconbench.metrics import MetricResult
-from reconbench.results import Sha256, Signature, Slug, Strict, first_error
-from reconbench.signing import SigningError, verify_payload
+from reconbench.core.io import strict_json_loads, write_json
+from reconbench.image.metrics import MetricResult
+from reconbench.image.results import Sha256, Signature, Slug, Strict, first_error
+from reconbench.core.signing import SigningError, verify_payload
 
 RECORD_FILE = "reproduction.json"
 REPRODUCERS_ENV = "RECONBENCH_REPRODUCERS"

@@ -21,8 +21,8 @@ from pathlib import Path
 from reconbench.modalities import for_result
 from reconbench.reproduction.entry import Entry, ReproduceError, payload_sha256, team_keys
 from reconbench.reproduction.record import ReproductionRecord
-from reconbench.results import RESULT_FILE, ResultError, payload_dict
-from reconbench.signing import SigningError, verify_payload
+from reconbench.image.results import RESULT_FILE, ResultError, payload_dict
+from reconbench.core.signing import SigningError, verify_payload
 
 __all__ = ["Entry", "MAX_RERUN_THREADS", "ReproduceError", "load_entry", "payload_sha256", "recorded_threads", "rerun",
            "score_run"]
@@ -89,7 +89,7 @@ def _threads_of(hardware: str):
 
 
 def _rerun(entry: Entry, out: Path, *, device: str, weights_dir: Path | None, progress) -> Path:
-    from reconbench.signing import generate_key
+    from reconbench.core.signing import generate_key
 
     p = entry.result.payload
     common = dict(track_id=p.track, scenario=p.scenario, seed=p.provenance.seed, device=device, out=out,

@@ -10,8 +10,8 @@ from reconbench.modalities import for_result
 from reconbench.reproduction.record import (RECORD_FILE, RecordError, ReproductionRecord, SignedRecord, reproducer_keys,
                                             write_record)
 from reconbench.reproduction.rerun import load_entry, rerun, score_run
-from reconbench.results import Signature
-from reconbench.signing import load_private_key, public_key_b64, sign_payload
+from reconbench.image.results import Signature
+from reconbench.core.signing import load_private_key, public_key_b64, sign_payload
 
 
 @dataclass(frozen=True)

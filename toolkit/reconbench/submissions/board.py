@@ -27,9 +27,9 @@ from collections import defaultdict
 from datetime import date, datetime, timezone
 from pathlib import Path
 
-from reconbench.results import RECONSTRUCTIONS_FILE, RESULT_FILE, ResultError, payload_dict
+from reconbench.image.results import RECONSTRUCTIONS_FILE, RESULT_FILE, ResultError, payload_dict
 from reconbench.text.results import parse_any_result
-from reconbench.signing import SigningError, verify_payload
+from reconbench.core.signing import SigningError, verify_payload
 from reconbench.submissions.layout import SIZE_CAPS, discover_entries, lexical
 from reconbench.submissions.team import Team, TeamError, load_team
 
@@ -290,8 +290,8 @@ class Board:
 
 def _load_images(entry: Path, recon):
     """The entry's reconstructed images if its file is a plain file in the entry, as signed; else None."""
-    from reconbench.io import FileFormatError, sha256_file
-    from reconbench.results import load_reconstructions
+    from reconbench.core.io import FileFormatError, sha256_file
+    from reconbench.image.results import load_reconstructions
 
     path = entry / RECONSTRUCTIONS_FILE
     try:

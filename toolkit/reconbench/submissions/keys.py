@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from reconbench.signing import key_id
+from reconbench.core.signing import key_id
 from reconbench.submissions.layout import TEAM_FILE, lexical
 from reconbench.submissions.team import Team, TeamError, load_team
 

@@ -24,7 +24,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reconbench.results import RECONSTRUCTIONS_FILE, RESULT_FILE
+from reconbench.image.results import RECONSTRUCTIONS_FILE, RESULT_FILE
 from reconbench.text.jsonl import MAX_FILE_BYTES as TEXT_RECONSTRUCTIONS_CAP
 from reconbench.text.jsonl import TEXT_RECONSTRUCTIONS_FILE
 
@@ -32,7 +32,7 @@ DEFAULT_ROOT = Path("submissions")
 TEAM_FILE = "team.toml"
 README_FILE = "README.md"
 REPRODUCTION_FILE = "reproduction.json"  # a reproducer's signed record (reconbench.reproduction.record)
-ATTACK_DIR = "attack"  # a bring-your-own attack's source (reconbench.attack_source): the one sub-folder allowed
+ATTACK_DIR = "attack"  # a bring-your-own attack's source (reconbench.core.attack_source): the one sub-folder allowed
 ENTRY_FILES = (RESULT_FILE, RECONSTRUCTIONS_FILE, TEXT_RECONSTRUCTIONS_FILE, README_FILE, REPRODUCTION_FILE)
 ROOT_FILES = (README_FILE,)  # a page that explains the folder may sit at submissions/README.md
 ALLOWED_SUFFIXES = (".json", ".toml", ".md", ".safetensors", ".jsonl")

@@ -190,7 +190,7 @@ def public_thresholds(track) -> Thresholds:
     """The track's thresholds alone (the near-duplicate test between entries needs no public Space)."""
     key = (track.id, track.target_set_sha256)
     if key not in _THRESHOLDS:  # public_space records its thresholds here too
-        from reconbench.track_files import public_pool
+        from reconbench.image.track_files import public_pool
 
         images = public_pool(track)
         _THRESHOLDS[key] = _recorded(track, images) or calibrate(images)
@@ -207,7 +207,7 @@ def _recorded(track, images: np.ndarray) -> Thresholds | None:
 
 def public_space(track) -> tuple[Space, Thresholds]:
     """The track's public pool as a Space, and its thresholds (registry, else calibrated here)."""
-    from reconbench.track_files import public_pool
+    from reconbench.image.track_files import public_pool
 
     key = (track.id, track.target_set_sha256)
     if key in _SPACES:
@@ -228,8 +228,8 @@ def main(argv: list[str] | None = None) -> int:
     import json
     import sys
 
-    from reconbench.track_files import public_pool
-    from reconbench.tracks import all_tracks
+    from reconbench.image.track_files import public_pool
+    from reconbench.core.tracks import all_tracks
 
     wanted = set(argv if argv is not None else sys.argv[1:])
     out = {t.id: calibrate(public_pool(t)).to_dict() for t in all_tracks()

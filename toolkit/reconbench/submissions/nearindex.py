@@ -92,7 +92,7 @@ _BASES: dict[tuple[str, str | None], np.ndarray] = {}
 
 def track_basis(track) -> np.ndarray:
     """pixel_basis of the track's public pool (every split), once per process."""
-    from reconbench.track_files import public_pool
+    from reconbench.image.track_files import public_pool
 
     key = (track.id, track.target_set_sha256)
     if key not in _BASES:

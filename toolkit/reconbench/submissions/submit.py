@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from reconbench.hub import HubError, download_pinned
-from reconbench.io import sha256_file
-from reconbench.io import atomic_dir
-from reconbench.results import RECONSTRUCTIONS_FILE, RESULT_FILE, HubReference, ResultFile, Signature
+from reconbench.image.hub import HubError, download_pinned
+from reconbench.core.io import sha256_file
+from reconbench.core.io import atomic_dir
+from reconbench.image.results import RECONSTRUCTIONS_FILE, RESULT_FILE, HubReference, ResultFile, Signature
 from reconbench.text.results import verify_any_result_dir
-from reconbench.signing import default_key_path, key_id, load_private_key, public_key_b64, sign_payload
+from reconbench.core.signing import default_key_path, key_id, load_private_key, public_key_b64, sign_payload
 from reconbench.submissions.layout import DEFAULT_ROOT, README_FILE, SIZE_CAPS, TEAM_FILE, TEAM_SLUG, lexical
 from reconbench.submissions.team import TeamError, load_team, read_capped, team_file, write_team
 from reconbench.submissions.team import new_team as new_team_of
@@ -86,7 +86,7 @@ def _with_hub(result: ResultFile, pin: HubPin, key, local: Path) -> ResultFile:
 
 
 def _copy_attack_source(result_dir: Path, signed: str, dest: Path) -> None:
-    from reconbench.attack_source import ATTACK_DIR, SourceError, collect, copy_source, folder_sha256
+    from reconbench.core.attack_source import ATTACK_DIR, SourceError, collect, copy_source, folder_sha256
 
     source = result_dir / ATTACK_DIR
     try:

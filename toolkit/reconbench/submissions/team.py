@@ -34,7 +34,7 @@ from typing import Annotated
 import tomli_w
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
-from reconbench.io import atomic_path
+from reconbench.core.io import atomic_path
 from reconbench.submissions.layout import SIZE_CAPS, TEAM_FILE, TEAM_SLUG, is_plain_text, show
 
 MAX_KEYS = 16  # rotation and a few members' keys; a list longer than this is a mistake or abuse
@@ -192,7 +192,7 @@ def load_team(path: Path) -> Team:
 
 
 def key_id_of(public: str) -> str:
-    from reconbench.signing import key_id
+    from reconbench.core.signing import key_id
 
     return key_id(public)
 

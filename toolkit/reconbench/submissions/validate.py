@@ -35,11 +35,11 @@ from pathlib import Path
 
 import numpy as np
 
-from reconbench.metrics.membership import Gap
-from reconbench.metrics.report import GapResult
+from reconbench.image.metrics.membership import Gap
+from reconbench.image.metrics.report import GapResult
 from reconbench.modalities import for_result
 
-from reconbench.results import ResultFile
+from reconbench.image.results import ResultFile
 from reconbench.text.results import TextResultFile
 from reconbench.submissions.board import Board
 from reconbench.submissions.checks import (
@@ -60,7 +60,7 @@ from reconbench.submissions.leakage import hold_extraordinary
 from reconbench.submissions.checks.base import Check, CheckFailed, Context, TrustLevel
 from reconbench.submissions.layout import DEFAULT_ROOT, Selection, Unit, all_units, lexical, select, show
 from reconbench.submissions.team import Team
-from reconbench.threads import one_torch_thread
+from reconbench.core.threads import one_torch_thread
 from reconbench.submissions.validation_cache import CACHED_STAGES, ValidationCache, checks_key, enabled_by_env
 
 STAGES: list[tuple[str, Callable[[Context], list[Check]]]] = [
@@ -141,7 +141,7 @@ def _trust(ctx: Context, checks: list[Check]) -> TrustLevel:
 
 
 def _cache_key(ctx: Context) -> str | None:
-    from reconbench.signing import canonical
+    from reconbench.core.signing import canonical
 
     if ctx.board.cache is None or ctx.result is None:
         return None

@@ -37,8 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
-from reconbench.cache import cache_root
-from reconbench.io import atomic_path
+from reconbench.core.cache import cache_root
+from reconbench.core.io import atomic_path
 
 CACHED_STAGES = ("rescore", "copies", "nearcopies")
 CACHE_ENV = "RECONBENCH_VALIDATION_CACHE"  # "0": no cache (the full re-validation)
@@ -192,7 +192,7 @@ def _canonical(record: dict) -> bytes:
 
 def checks_key(payload_sha256: str, *, rescore: bool, device: str, weights_dir) -> str:
     """What the cached stages' outcome depends on, beyond the payload: see the module docstring."""
-    from reconbench.metrics.weights import all_pinned, candidate_paths, weights_cache_dir
+    from reconbench.image.metrics.weights import all_pinned, candidate_paths, weights_cache_dir
 
     weights = ",".join(f"{s.key}:{s.sha256[:16]}:{int(any(p.is_file() for p in candidate_paths(s, weights_dir)))}"
                        for s in all_pinned())

@@ -62,7 +62,7 @@ class NetFlops:
     def gan(self, role: str) -> float:
         """GMI/KEDMI generator G, GMI critic D, KEDMI K+1 discriminator KD, PLG-MI generator CG and
         projection discriminator PD (attacks/gan/architectures.py); AttackError off 64x64/32x32/8x8."""
-        from reconbench.attacks.gan.architectures import architecture_for
+        from reconbench.image.attacks.gan.architectures import architecture_for
 
         def build() -> float:
             arch, k = architecture_for(tuple(self.track.input_shape)), self.track.num_classes
@@ -77,7 +77,7 @@ class NetFlops:
 
     @property
     def dfme_generator(self) -> float:
-        from reconbench.surrogate.dfme import Generator
+        from reconbench.image.surrogate.dfme import Generator
 
         c, h, _ = self.track.input_shape
         ngf = 16 if h * h <= 64 else 64  # dfme.py: "auto" width
@@ -145,9 +145,9 @@ def dfme_phases(c, f: NetFlops) -> list[tuple[float, float]]:
 
 
 def job_hours(job, flops_cache: dict) -> float | None:
-    from reconbench.attacks import ATTACKS, AttackError
-    from reconbench.scenario import Scenario
-    from reconbench.tracks import get_track
+    from reconbench.image.attacks import ATTACKS, AttackError
+    from reconbench.core.scenario import Scenario
+    from reconbench.core.tracks import get_track
     from reconbench.zoo import ZooError
 
     cls = ATTACKS.get(job.attack)  # a user's file.py:Class is never imported here: not estimated
@@ -161,8 +161,8 @@ def job_hours(job, flops_cache: dict) -> float | None:
         phases = list(PHASES[cls.name](config, track, n, flops))
         surrogate = getattr(job, "surrogate", None)
         if surrogate == "dfme":
-            from reconbench.attacks.options import resolve_options
-            from reconbench.surrogate.dfme import DFME
+            from reconbench.image.attacks.options import resolve_options
+            from reconbench.image.surrogate.dfme import DFME
 
             phases += dfme_phases(resolve_options(DFME, job.budget or "default"), flops)
         elif surrogate is not None:

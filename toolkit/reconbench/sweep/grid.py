@@ -45,7 +45,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from reconbench.attacks.options import BUDGETS
+from reconbench.image.attacks.options import BUDGETS
 
 
 
@@ -143,7 +143,7 @@ def read_grid(path: Path) -> GridFile:
     try:
         return GridFile.model_validate(raw)
     except ValidationError as exc:
-        from reconbench.results import first_error
+        from reconbench.image.results import first_error
 
         raise GridError(f"{path}: {first_error(exc)}") from None
 
@@ -153,11 +153,11 @@ def attack_meta(spec: str, options: str = "{}", budget: str = "default"):
     """An attack's declaration (name, scenarios), its `options` (JSON) checked at `budget`.
 
     A registered attack is our code: its class answers. A user's `file.py:Class` is loaded the way
-    `evaluate` loads it, in its own process (reconbench.isolation), never imported by the sweep,
+    `evaluate` loads it, in its own process (reconbench.pipeline.isolation), never imported by the sweep,
     whose process later evaluates and signs (--local) or hands out the signing key's path.
     """
-    from reconbench.attacks import ATTACKS
-    from reconbench.isolation.parent import AttackProcess
+    from reconbench.image.attacks import ATTACKS
+    from reconbench.pipeline.isolation.parent import AttackProcess
 
     if spec in ATTACKS:
         ATTACKS[spec](budget=budget, **json.loads(options))
@@ -168,7 +168,7 @@ def attack_meta(spec: str, options: str = "{}", budget: str = "default"):
 
 def _track_ids(names: list[str], source: Path) -> list[str]:
     """Track ids, with shell patterns ("cifar10-*") matched against the registry in its order."""
-    from reconbench.tracks import all_tracks
+    from reconbench.core.tracks import all_tracks
 
     out = []
     for name in names:
@@ -184,7 +184,7 @@ def _track_ids(names: list[str], source: Path) -> list[str]:
 
 def _cells(track, attack_cls, requested) -> tuple[list[str], int]:
     """(cells to run, cells requested but not applicable) for one track and attack."""
-    from reconbench.evaluation import choose_scenario
+    from reconbench.pipeline.evaluation import choose_scenario
 
     if requested == "default":
         try:
@@ -199,7 +199,7 @@ def _cells(track, attack_cls, requested) -> tuple[list[str], int]:
 
 def _surrogate_cells(track, attack_cls, requested, method: str) -> tuple[list[str], int]:
     """(black-box cells to run through a `method` surrogate, cells requested but not applicable)."""
-    from reconbench.surrogate.route import choose_cell
+    from reconbench.image.surrogate.route import choose_cell
 
     def fits(cell: str | None) -> str | None:
         try:
@@ -217,9 +217,9 @@ def _surrogate_cells(track, attack_cls, requested, method: str) -> tuple[list[st
 
 def expand(grid: GridFile, *, source: Path, budget: str | None = None) -> Grid:
     """All jobs of the grid (tracks and attacks checked, scenarios resolved), in a stable order."""
-    from reconbench.attacks import AttackError
-    from reconbench.scenario import Scenario
-    from reconbench.tracks import TrackError, get_track
+    from reconbench.image.attacks import AttackError
+    from reconbench.core.scenario import Scenario
+    from reconbench.core.tracks import TrackError, get_track
 
     budget = budget or grid.budget
     if budget is not None and budget not in BUDGETS:

@@ -1,4 +1,4 @@
-"""Run a grid's jobs, each one `reconbench.evaluation.evaluate` call, on Ray or in this process.
+"""Run a grid's jobs, each one `reconbench.pipeline.evaluation.evaluate` call, on Ray or in this process.
 
 Output folder (OUT):
     OUT/results/<job id>/      the job's signed result folder, exactly what `evaluate --out` writes
@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from reconbench.io import atomic_dir, write_json
-from reconbench.results import RESULT_FILE, ResultError, verify_result_dir
+from reconbench.core.io import atomic_dir, write_json
+from reconbench.image.results import RESULT_FILE, ResultError, verify_result_dir
 from reconbench.sweep.grid import Job
 
 RESULTS, FAILED, SUMMARY = "results", "failed", "summary.json"
@@ -49,7 +49,7 @@ def run_job(params: dict, key_path: str, device: str, weights_dir: str | None = 
     """One job (in a Ray worker, or in this process): evaluate() into a temporary folder, return its files."""
     import tempfile
 
-    from reconbench.evaluation import evaluate
+    from reconbench.pipeline.evaluation import evaluate
 
     job = Job.from_params(params)
     t0 = time.perf_counter()
@@ -160,7 +160,7 @@ def run_sweep(jobs: list[Job], *, out: Path, key_path: Path, device: str = "cpu"
     """Run the jobs not done yet; always writes OUT/summary.json (also when interrupted), then returns it."""
     if backend not in ("ray", "local"):
         raise ValueError(f"backend '{backend}': expected ray or local")
-    from reconbench.signing import load_private_key
+    from reconbench.core.signing import load_private_key
 
     load_private_key(key_path)  # a missing or bad key fails the sweep now, not every job later
     out = Path(out)

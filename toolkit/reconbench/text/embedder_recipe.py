@@ -25,8 +25,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from reconbench.io import atomic_path, sha256_file
-from reconbench.tracks import TrackError
+from reconbench.core.io import atomic_path, sha256_file
+from reconbench.core.tracks import TrackError
 
 DELTA_FILE = "embedder-bitfit.safetensors"
 EMBEDDER_TRAINING: dict[str, Any] = {

@@ -33,9 +33,9 @@ class TextEvaluationOutput:
 
 def choose_text_scenario(track, attack_cls, requested: str | None) -> str:
     """The requested scenario, or the first of the attack's cells that the track offers."""
-    from reconbench.knowledge import check_attack_fits
-    from reconbench.scenario import Scenario
-    from reconbench.attacks import AttackError
+    from reconbench.image.knowledge import check_attack_fits
+    from reconbench.core.scenario import Scenario
+    from reconbench.image.attacks import AttackError
 
     if requested:
         scenario = Scenario.parse(requested)
@@ -71,7 +71,7 @@ def text_membership(track, recs, target: TextSet, role: str, *, device: str = "c
     Against the generator (Complete) the attacker is handed each target's first `prompt_words` words:
     that knowledge is no leakage, so those words are left out of every text, reconstruction, target
     and holdout alike, and the gap compares what the attack added (text/metrics/leakage.py)."""
-    from reconbench.results import MembershipInfo
+    from reconbench.image.results import MembershipInfo
     from reconbench.text.files import load_text_holdout
     from reconbench.text.metrics.leakage import without_prompt
 
@@ -113,11 +113,11 @@ def evaluate_text(*, track_id: str, attack: str, scenario: str | None = None, se
     import torch
 
     from reconbench._version import __version__
-    from reconbench.attacks import AttackError, Progress
-    from reconbench.evaluation import device_name
-    from reconbench.preflight import preflight
-    from reconbench.results import Provenance, TargetIdentity, git_state, make_entry_id
-    from reconbench.signing import check_key_file, load_private_key
+    from reconbench.image.attacks import AttackError, Progress
+    from reconbench.pipeline.evaluation import device_name
+    from reconbench.pipeline.preflight import preflight
+    from reconbench.image.results import Provenance, TargetIdentity, git_state, make_entry_id
+    from reconbench.core.signing import check_key_file, load_private_key
     from reconbench.text.attacks import TEXT_ATTACKS, enforce_one_per_id, load_text_attack
     from reconbench.text.files import load_text_splits, model_sha256
     from reconbench.text.knowledge import build_text_knowledge

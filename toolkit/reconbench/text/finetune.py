@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from reconbench.io import atomic_dir, read_format_json, sha256_file
+from reconbench.core.io import atomic_dir, read_format_json, sha256_file
 from reconbench.text.grid import EMBEDDER_RECIPE, GENERATOR_RECIPE, GPT2_BASE, GTR_BASE, parse_text_track_id
 from reconbench.text.zoo import MANIFEST, load_prepared_split, read_text_manifest, target_split
 from reconbench.zoo import ZooError
@@ -48,7 +48,7 @@ class TextOverrides:
 
 def fetch_base(base: dict) -> tuple[Path, dict]:
     """(local folder, resolved pin) of a base model: commit resolved, every file hash-checked or recorded."""
-    from reconbench.hub import download_at_commit, resolve_commit
+    from reconbench.image.hub import download_at_commit, resolve_commit
 
     commit = resolve_commit(base["repo"], revision=base["revision"] or "main")
     files, root = {}, None

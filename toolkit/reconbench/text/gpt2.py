@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reconbench.io import atomic_path
-from reconbench.tracks import TrackError
+from reconbench.core.io import atomic_path
+from reconbench.core.tracks import TrackError
 
 EOS = "<|endoftext|>"
 WEIGHTS, CONFIG, TOKENIZER = "model.safetensors", "config.json", "tokenizer.json"

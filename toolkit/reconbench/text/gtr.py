@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from reconbench.io import atomic_path
+from reconbench.core.io import atomic_path
 from reconbench.text.embedding import Embedder, EmbeddingError, load_fast_tokenizer, read_json
 
 FORMAT = "gtr-t5"

@@ -10,7 +10,7 @@ scenario's data access allows. The tokenizer is public (a released model ships i
 
 Text attacks are registered-only and run in the evaluator's process: there is no bring-your-own text
 attack yet, so the view is not rebuilt in a child process as image attacks' views are
-(reconbench.isolation). Its guards (no target texts held, KnowledgeError on anything more) are what
+(reconbench.pipeline.isolation). Its guards (no target texts held, KnowledgeError on anything more) are what
 keeps the built-in attacks honest; they are not a sandbox against hostile code.
 """
 
@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 
-from reconbench.queries import DEFAULT_QUERY_BUDGET, KnowledgeError, QueryBudgetExceeded
-from reconbench.scenario import Scenario
+from reconbench.image.queries import DEFAULT_QUERY_BUDGET, KnowledgeError, QueryBudgetExceeded
+from reconbench.core.scenario import Scenario
 from reconbench.text.items import TextSet
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from reconbench.text.tracks import TextRegistry, text_registry_path
-from reconbench.tracks import TrackError
+from reconbench.core.tracks import TrackError
 from reconbench.zoo.registry_file import read_registry_file, upsert_track
 
 TRACK_ID = "lee-news"
@@ -30,7 +30,7 @@ def recipe_main(argv: Sequence[str] | None, *, prog: str, doc: str, role: str, t
                 build: Callable[..., dict[str, Any]], entry: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]) -> None:
     """`--out FOLDER --epochs N --pin`: build(out, training=..., progress=print), print the summary,
     and with --pin record the files' sha256 and the measured figures as the row's `role` entry."""
-    from reconbench.track_files import embedded_file
+    from reconbench.image.track_files import embedded_file
 
     parser = argparse.ArgumentParser(prog=prog, description=doc.split("\n")[0])
     parser.add_argument("--out", type=Path, default=embedded_file("lee-news"), help="folder for the built files")

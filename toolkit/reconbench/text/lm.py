@@ -29,9 +29,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from reconbench.io import atomic_path, sha256_file
+from reconbench.core.io import atomic_path, sha256_file
 from reconbench.text.gpt2 import EOS
-from reconbench.tracks import TrackError
+from reconbench.core.tracks import TrackError
 
 TOKENIZER_FILE = "tokenizer.json"
 CONFIG_FILE = "generator-config.json"

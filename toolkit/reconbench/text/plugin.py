@@ -31,7 +31,7 @@ def owns_result(result: object) -> bool:
 
 
 def owns_attack(name: str) -> bool:
-    from reconbench.catalogue import TEXT_BY_NAME
+    from reconbench.core.catalogue import TEXT_BY_NAME
 
     return name in TEXT_BY_NAME
 
@@ -55,7 +55,7 @@ def result_schema() -> dict:
 def evaluate(attack, track: str, *, key_path: Path, command_for, scenario, seed, device, options, budget, out,
              weights_dir, progress, surrogate):
     """A registered text attack's name only: text attacks are registered-only."""
-    from reconbench.errors import UserError
+    from reconbench.core.errors import UserError
     from reconbench.text.evaluation import evaluate_text
 
     if not isinstance(attack, str):

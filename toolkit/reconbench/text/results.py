@@ -3,7 +3,7 @@
 On disk a text result is a folder with `result.json` = {"payload": ..., "signature": ...} where
 payload.modality is "text", and `reconstructions.jsonl` (text/jsonl.py: one {"id", "text"} object
 per line, in the target set's order, the items.jsonl_bytes form, size-capped). The payload pins
-the file by sha256, count and byte size, and is signed like an image payload (reconbench.signing:
+the file by sha256, count and byte size, and is signed like an image payload (reconbench.core.signing:
 ed25519 over RFC 8785), so one changed byte of either file is caught by `verify`.
 
 What differs from an image payload: `modality`, `role` (the target model the attack ran against:
@@ -21,9 +21,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints, ValidationError, field_validator
 
-from reconbench.io import atomic_dir, sha256_file
-from reconbench.metrics.report import MetricResult
-from reconbench.results import (
+from reconbench.core.io import atomic_dir, sha256_file
+from reconbench.image.metrics.report import MetricResult
+from reconbench.image.results import (
     NOTE_MAX,
     RESULT_FILE,
     SCHEMA_VERSION,
@@ -42,7 +42,7 @@ from reconbench.results import (
     verify_result_dir,
     MembershipInfo,
 )
-from reconbench.signing import SigningError, sign_payload, verify_payload
+from reconbench.core.signing import SigningError, sign_payload, verify_payload
 from reconbench.text.items import TextItem, TextSet, jsonl_bytes
 from reconbench.text.metrics.info import RANGES
 from reconbench.text.jsonl import MAX_FILE_BYTES, MAX_ITEMS, TEXT_RECONSTRUCTIONS_FILE, TextFileError, read_jsonl

@@ -15,8 +15,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reconbench.scenario import Scenario
-from reconbench.tracks import TrackError, all_tracks, read_registry_file
+from reconbench.core.scenario import Scenario
+from reconbench.core.tracks import TrackError, all_tracks, read_registry_file
 
 TEXT_REGISTRY_ENV = "RECONBENCH_TEXT_REGISTRY"  # a text registry file to use instead of the packaged one
 Role = Literal["generator", "embedder"]  # Complete attacks the generator, Vec2Text the embedder
@@ -69,7 +69,7 @@ class TextTrack(_Strict):
     split_sizes: dict[str, int] = Field(default_factory=dict, description="target, aux, test -> number of texts")
     splits_sha256: dict[str, str] = Field(default_factory=dict, description="split -> TextSet.sha256")
     holdout_split: str | None = Field(
-        None, description="the split that serves as the membership gap's holdout (reconbench.metrics.membership): "
+        None, description="the split that serves as the membership gap's holdout (reconbench.image.metrics.membership): "
                           "as many texts as the target split, drawn the same way, never trained on by any shipped "
                           "model (tokenizer included) and never in an attack's view; its sha256 is pinned in "
                           "splits_sha256 (reconbench.text.files.load_text_holdout)")

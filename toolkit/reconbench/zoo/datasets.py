@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from reconbench.data.arrays import ArraySet
-from reconbench.io import FileFormatError
+from reconbench.image.data.arrays import ArraySet
+from reconbench.core.io import FileFormatError
 from reconbench.zoo import ZooError
 
 CELEBA_SIZES = (1000, 2000, 5000, 10000, 15000, 20000)  # SoK Table 2
@@ -56,7 +56,7 @@ def _need(source: Path | None, spec_name: str) -> Path:
 
 
 def _digits(source: Path | None) -> tuple[ArraySet, None]:
-    from reconbench.data.digits import load_digits_arrays
+    from reconbench.image.data.digits import load_digits_arrays
 
     return load_digits_arrays(), None
 

@@ -16,7 +16,7 @@ import sys
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from reconbench.models import build_model
+from reconbench.image.models import build_model
 from reconbench.zoo.datasets import get_dataset
 from reconbench.zoo.grid import TrackSpec, sok_grid
 from reconbench.zoo.targets import plan

@@ -11,7 +11,7 @@ the held-out `test` split.
 
 The file goes into the track's model repository beside the target; `train_evaluation_model`
 returns the registry's `evaluation_model` entry (file, sha256, accuracy), which a maintainer pins
-with the track, as the target's own sha256. reconbench.metrics.classifier.track_evaluator then
+with the track, as the target's own sha256. reconbench.image.metrics.classifier.track_evaluator then
 downloads it pinned to the model repository's revision and sha256.
 """
 
@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from reconbench.data.arrays import ArraySet
-from reconbench.io import sha256_file
-from reconbench.models.registry import save_model
+from reconbench.image.data.arrays import ArraySet
+from reconbench.core.io import sha256_file
+from reconbench.image.models.registry import save_model
 from reconbench.zoo.prepare import load_split, read_manifest, target_split
 from reconbench.zoo.recipes import base_recipe, default_arch_kwargs
 from reconbench.zoo.targets import plan, train_model

@@ -27,8 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from reconbench.data.arrays import ArraySet
-from reconbench.io import FileFormatError, atomic_dir, load_arrays, read_json, save_arrays, sha256_file
+from reconbench.image.data.arrays import ArraySet
+from reconbench.core.io import FileFormatError, atomic_dir, load_arrays, read_json, save_arrays, sha256_file
 from reconbench.zoo import ZooError
 from reconbench.zoo.datasets import DatasetSpec, get_dataset
 

@@ -17,8 +17,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from reconbench.hub import publish_folder
-from reconbench.io import sha256_file
+from reconbench.image.hub import publish_folder
+from reconbench.core.io import sha256_file
 from reconbench.zoo import ZooError
 from reconbench.zoo.cards import dataset_card, model_card
 from reconbench.zoo.grid import parse_track_id, registry_entry, zoo_registry_path

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from reconbench.io import FileFormatError, atomic_path, read_json
+from reconbench.core.io import FileFormatError, atomic_path, read_json
 
 
 def read_registry_file(path: Path) -> dict:
@@ -28,7 +28,7 @@ def write_registry_file(path: Path, data: dict, schema: type | None = None) -> N
     """`schema`: the pydantic model of the whole file (default the image Registry; text: TextRegistry)."""
     from pydantic import ValidationError
 
-    from reconbench.tracks import Registry
+    from reconbench.core.tracks import Registry
 
     try:
         (schema or Registry).model_validate(data)

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from reconbench.data.arrays import ArraySet
-from reconbench.io import FileFormatError
+from reconbench.image.data.arrays import ArraySet
+from reconbench.core.io import FileFormatError
 
 # CelebA: the crop of the GMI/KEDMI/PLGMI line. KEDMI, dataloader.py `get_processor`
 # (github.com/SCccc21/Knowledge-Enriched-DMI): crop_size = 108, offset_height = (218 - 108) // 2 = 55,

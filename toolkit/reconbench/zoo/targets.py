@@ -21,9 +21,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from reconbench.data.arrays import ArraySet
-from reconbench.io import FileFormatError, atomic_dir, read_format_json, sha256_file
-from reconbench.models import build_model, save_model
+from reconbench.image.data.arrays import ArraySet
+from reconbench.core.io import FileFormatError, atomic_dir, read_format_json, sha256_file
+from reconbench.image.models import build_model, save_model
 from reconbench.zoo import ZooError
 from reconbench.zoo.grid import TrackSpec, parse_track_id
 from reconbench.zoo.prepare import load_split, manifest_sha256, read_manifest, target_split
@@ -132,7 +132,7 @@ def train_model(arch: str, arch_kwargs: dict[str, int], recipe: Recipe, *, targe
 
 def _memorization(arch, arch_kwargs, recipe, target, aux, device, n_models: int) -> dict:
     """Model memorization (SoK Eq. 2) by Feldman & Zhang's subsampling estimator (metrics/memorization.py)."""
-    from reconbench.metrics.memorization import estimate_memorization
+    from reconbench.image.metrics.memorization import estimate_memorization
 
     def train_fn(indices: np.ndarray):
         model, _ = train_model(arch, arch_kwargs, recipe, target=target.subset(indices), aux=aux, device=device,

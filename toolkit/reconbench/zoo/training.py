@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from reconbench.data.arrays import ArraySet
+from reconbench.image.data.arrays import ArraySet
 from reconbench.zoo import ZooError
 from reconbench.zoo.recipes import Recipe
 from reconbench.zoo.variants import batchnorm_eval

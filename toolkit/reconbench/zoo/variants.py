@@ -25,7 +25,7 @@ import numpy as np
 from torch import nn
 from torch.nn.utils import prune as torch_prune
 
-from reconbench.data.arrays import ArraySet
+from reconbench.image.data.arrays import ArraySet
 from reconbench.zoo import ZooError
 from reconbench.zoo.datasets import DatasetSpec
 from reconbench.zoo.recipes import DP, Backdoor, Prune, Recipe

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 if TYPE_CHECKING:
-    from reconbench.results import ResultFile
-    from reconbench.scenario import Scenario
+    from reconbench.image.results import ResultFile
+    from reconbench.core.scenario import Scenario
     from reconbench.submissions.board import Board
     from reconbench.submissions.layout import Unit
     from reconbench.submissions.team import Team
-    from reconbench.tracks import Track
+    from reconbench.core.tracks import Track
 
 Status = Literal["pass", "fail", "not-run", "warn"]
 # "reproduced" needs someone else to have re-run the attack from the signed code, seed and config
@@ -45,7 +45,7 @@ class CheckFailed(Exception):
 
 def require_signed_sha256(path: Path, signed: str) -> None:
     """The file's bytes are the ones the result signed (image and text reconstructions alike)."""
-    from reconbench.io import sha256_file
+    from reconbench.core.io import sha256_file
 
     actual = sha256_file(path)
     if actual != signed:

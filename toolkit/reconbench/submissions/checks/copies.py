@@ -24,10 +24,10 @@ import numpy as np
 import torch
 
 from reconbench.submissions.checks.base import Check, CheckFailed, Context
-from reconbench.hub import HubError
-from reconbench.io import FileFormatError
-from reconbench.tracks import Track, TrackError
-from reconbench.track_files import load_splits, public_pool
+from reconbench.image.hub import HubError
+from reconbench.core.io import FileFormatError
+from reconbench.core.tracks import Track, TrackError
+from reconbench.image.track_files import load_splits, public_pool
 
 COPY_MSE = 1e-4
 CHUNK_ELEMENTS = 1 << 23  # rows x pool entries per block: 64 MB of float64 distances at most

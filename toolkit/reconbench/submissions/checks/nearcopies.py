@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from reconbench.hub import HubError
-from reconbench.io import FileFormatError
+from reconbench.image.hub import HubError
+from reconbench.core.io import FileFormatError
 from reconbench.submissions.checks.base import Check, Context
 from reconbench.submissions.nearcopy import HELD_SHARE, public_space
-from reconbench.tracks import TrackError
+from reconbench.core.tracks import TrackError
 
 EVIDENCE_ROWS = 32  # shown on the entry page (all flagged indices are in the check's details)
 

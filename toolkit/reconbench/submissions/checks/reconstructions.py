@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
-from reconbench.hub import HubError, download_pinned
-from reconbench.io import FileFormatError, load_arrays
-from reconbench.results import RECONSTRUCTIONS_FILE
+from reconbench.image.hub import HubError, download_pinned
+from reconbench.core.io import FileFormatError, load_arrays
+from reconbench.image.results import RECONSTRUCTIONS_FILE
 from reconbench.submissions.checks.base import Check, CheckFailed, Context, require_signed_sha256
 from reconbench.text.jsonl import TEXT_RECONSTRUCTIONS_FILE
 

@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import re
 
-from reconbench.attacks import ATTACKS
-from reconbench.knowledge import KnowledgeError, check_attack_fits
-from reconbench.scenario import Scenario
+from reconbench.image.attacks import ATTACKS
+from reconbench.image.knowledge import KnowledgeError, check_attack_fits
+from reconbench.core.moved import canonical_code
+from reconbench.core.scenario import Scenario
 from reconbench.submissions.checks.base import Check, CheckFailed, Context
-from reconbench.tracks import TrackError, get_track
+from reconbench.core.tracks import TrackError, get_track
 
 USER_CODE = re.compile(r"[\w.-]+\.py:[A-Za-z_]\w*")
 
@@ -36,7 +37,7 @@ USER_CODE = re.compile(r"[\w.-]+\.py:[A-Za-z_]\w*")
 def registered_with_source(attack, cls) -> str:
     """A registered name runs the registered code (the toolkit's, at its version): an entry that names a
     registered attack and also signs an attack/ source of its own is refused. (evaluate never writes one:
-    a file attack may not take a built-in name, reconbench.attacks.checks.)"""
+    a file attack may not take a built-in name, reconbench.image.attacks.checks.)"""
     return (f"attack name '{attack.name}' is registered: it runs the toolkit's code ({cls.code_reference()}, "
             f"version {cls.version}), but this entry also signs an attack/ source of its own "
             f"({attack.source_sha256[:12]}…), which would be shown and re-run as '{attack.name}'; "
@@ -46,8 +47,8 @@ def registered_with_source(attack, cls) -> str:
 def _surrogate_problem(track, surrogate) -> str | None:
     """A surrogate block describes what the toolkit's stealing route does: that method, the track's
     public architecture (the only student it trains), and options the method declares."""
-    from reconbench.attacks.options import OptionsError, resolve_options
-    from reconbench.surrogate.route import SURROGATES
+    from reconbench.image.attacks.options import OptionsError, resolve_options
+    from reconbench.image.surrogate.route import SURROGATES
 
     if surrogate.method not in SURROGATES:  # the schema's Literal already refuses others
         return f"surrogate method '{surrogate.method}' does not exist (known: {', '.join(SURROGATES)})"
@@ -72,7 +73,7 @@ def _attack_problem(ctx: Context, scenario: Scenario, track) -> str | None:
             return (f"attack '{attack.name}' is not registered, so its code must be the file.py:Class "
                     f"reference evaluate records for a user's own attack, not '{attack.code}'")
         return None
-    if attack.code != cls.code_reference():
+    if canonical_code(attack.code) != cls.code_reference():  # a result signed before a module moved names its old place
         return (f"attack name '{attack.name}' is registered to {cls.code_reference()}, but this entry ran "
                 f"'{attack.code}': a user's own attack needs a name of its own")
     if attack.source_sha256 is not None:

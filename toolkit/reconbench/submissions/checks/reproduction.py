@@ -1,7 +1,7 @@
 """Check 9, reproduction: the shipped attack source, and a reproduction record if there is one.
 
 - An entry whose payload signs an attack source (attack.source_sha256: a bring-your-own attack)
-  must ship it in attack/ (.py files only, capped; reconbench.attack_source), hashing to the
+  must ship it in attack/ (.py files only, capped; reconbench.core.attack_source), hashing to the
   signed value: the code a reproducer re-runs is the code that was signed.
 - `reproduction.json` (written by `recon-submit reproduce --key`): schema, no duplicate keys, a
   signature by a key in the maintainers' reproducers file, and for THIS entry (entry id, team, the
@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from reconbench.attack_source import ATTACK_DIR, is_file_attack, source_problem
+from reconbench.core.attack_source import ATTACK_DIR, is_file_attack, source_problem
 from reconbench.reproduction import compare
 from reconbench.reproduction.record import RECORD_FILE, RecordError, read_record, reproducer_keys, verify_record
 from reconbench.reproduction.rerun import payload_sha256
@@ -51,7 +51,7 @@ def _auto(ctx: Context) -> list[Check]:
     """Re-run an eligible entry here (see AUTO_ENV); [] when not eligible."""
     import tempfile
 
-    from reconbench.attacks import ATTACKS
+    from reconbench.image.attacks import ATTACKS
     from reconbench.reproduction.rerun import ReproduceError, load_entry, rerun, score_run
 
     try:

@@ -1,7 +1,7 @@
 """Check 6, re-score: recompute every metric from the submitted reconstructions and compare.
 
 The target set (the update set in dynamic scenarios) is loaded here, on the evaluator's side, and
-`reconbench.metrics.score` runs exactly as `evaluate` ran it. One check per metric:
+`reconbench.image.metrics.score` runs exactly as `evaluate` ran it. One check per metric:
   pass     claimed and recomputed agree within the metric's tolerance (or nothing was claimed);
   fail     they differ (or one side has a value and the other has none);
   not-run  it cannot be recomputed here (e.g. LPIPS/FID backbone weights are not on this
@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reconbench.metrics import MetricResult, score
+from reconbench.image.metrics import MetricResult, score
 from reconbench.submissions.checks.base import Check, Context
-from reconbench.hub import HubError
-from reconbench.io import FileFormatError
-from reconbench.tracks import TrackError
-from reconbench.track_files import load_splits, track_holdout
+from reconbench.image.hub import HubError
+from reconbench.core.io import FileFormatError
+from reconbench.core.tracks import TrackError
+from reconbench.image.track_files import load_splits, track_holdout
 
 
 @dataclass(frozen=True)
@@ -150,7 +150,7 @@ def retired_classifier(ctx: Context, claimed: dict, checks: list[Check], target)
     retired = getattr(ctx.track, "retired_evaluation_models", None) or []
     if not failed or not retired:
         return checks
-    from reconbench.metrics.classifier import classifier_metrics, track_evaluator
+    from reconbench.image.metrics.classifier import classifier_metrics, track_evaluator
 
     names = [n for n in CLASSIFIER_METRICS if claimed.get(n) is not None and claimed[n].status == "computed"]
     for spec in retired:
@@ -198,7 +198,7 @@ def mirrored(ctx: Context, target, holdout) -> dict:
     """The held rule's second look (submissions/leakage.py): the gaps of the reconstructions mirrored."""
     import torch
 
-    from reconbench.metrics.leakage import mirrored_gaps
+    from reconbench.image.metrics.leakage import mirrored_gaps
 
     rec, hold, tar = (torch.from_numpy(x) for x in (ctx.images, holdout.images, target.images))
     return mirrored_gaps(rec, ctx.labels, tar, target.labels, hold, holdout.labels, shape=tuple(ctx.images.shape[1:]),

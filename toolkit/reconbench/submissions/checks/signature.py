@@ -3,8 +3,8 @@ the day the entry reached the board (keys carry the dates they were added and re
 
 from __future__ import annotations
 
-from reconbench.results import payload_dict
-from reconbench.signing import SigningError, key_id, verify_payload
+from reconbench.image.results import payload_dict
+from reconbench.core.signing import SigningError, key_id, verify_payload
 from reconbench.submissions.checks.base import Check, CheckFailed, Context
 
 

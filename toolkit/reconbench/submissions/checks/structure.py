@@ -26,7 +26,7 @@ from reconbench.submissions.layout import (
     is_hidden,
     show,
 )
-from reconbench.results import RESULT_FILE
+from reconbench.image.results import RESULT_FILE
 
 SNIFF_BYTES = 512
 
@@ -169,8 +169,8 @@ def colliding_name(name: str) -> str | None:
 
 
 def _attack_problems(folder: Path) -> list[str]:
-    """attack/: .py files only, importable names, no links, capped (reconbench.attack_source)."""
-    from reconbench.attack_source import SourceError, collect
+    """attack/: .py files only, importable names, no links, capped (reconbench.core.attack_source)."""
+    from reconbench.core.attack_source import SourceError, collect
 
     try:
         collect(folder, skip_caches=False)

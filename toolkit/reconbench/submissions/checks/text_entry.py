@@ -18,12 +18,12 @@ from __future__ import annotations
 import os
 import stat
 
-from reconbench.scenario import Scenario
+from reconbench.core.scenario import Scenario
 from reconbench.submissions.checks.base import Check, CheckFailed, Context, require_signed_sha256
 
 
 def _attack_problem(payload, scenario: Scenario) -> str | None:
-    from reconbench.knowledge import KnowledgeError, check_attack_fits
+    from reconbench.image.knowledge import KnowledgeError, check_attack_fits
 
     try:
         from reconbench.text.attacks import TEXT_ATTACKS
@@ -52,11 +52,11 @@ def _attack_problem(payload, scenario: Scenario) -> str | None:
 
 
 def registry(ctx: Context) -> list[Check]:
-    from reconbench.hub import HubError
-    from reconbench.io import FileFormatError
+    from reconbench.image.hub import HubError
+    from reconbench.core.io import FileFormatError
     from reconbench.text.files import load_text_splits, model_sha256
     from reconbench.text.tracks import get_text_track
-    from reconbench.tracks import TrackError
+    from reconbench.core.tracks import TrackError
 
     payload = ctx.result.payload
     try:
@@ -97,7 +97,7 @@ def registry(ctx: Context) -> list[Check]:
 def reconstructions(ctx: Context) -> list[Check]:
     from reconbench.text.jsonl import TEXT_RECONSTRUCTIONS_FILE, TextFileError, check_ids, read_jsonl
 
-    from reconbench.results import RECONSTRUCTIONS_FILE
+    from reconbench.image.results import RECONSTRUCTIONS_FILE
 
     info = ctx.result.payload.reconstructions
     path = ctx.entry_dir / TEXT_RECONSTRUCTIONS_FILE

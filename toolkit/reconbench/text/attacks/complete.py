@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from reconbench.attacks.base import Progress
-from reconbench.attacks.errors import AttackError
-from reconbench.attacks.options import AttackOptions
+from reconbench.image.attacks.base import Progress
+from reconbench.image.attacks.errors import AttackError
+from reconbench.image.attacks.options import AttackOptions
 from reconbench.text.attacks.base import TextAttack, TextReconstruction
 from reconbench.text.items import TextItem
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import torch
 
-from reconbench.attacks.base import Progress
+from reconbench.image.attacks.base import Progress
 
 
 def _trim(t: torch.Tensor, pad_id: int) -> torch.Tensor:

@@ -27,9 +27,9 @@ from typing import Any, Literal
 import torch
 from pydantic import Field
 
-from reconbench.attacks.base import Progress
-from reconbench.attacks.errors import AttackError
-from reconbench.attacks.options import AttackOptions
+from reconbench.image.attacks.base import Progress
+from reconbench.image.attacks.errors import AttackError
+from reconbench.image.attacks.options import AttackOptions
 from reconbench.text.attacks.base import TextAttack, TextReconstruction
 from reconbench.text.attacks.v2t_models import CorrectorModel, InversionModel, encode_labels, new_t5, train_bpe
 from reconbench.text.attacks.v2t_training import fit

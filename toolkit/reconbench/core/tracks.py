@@ -1,0 +1,206 @@
+"""The tracks registry: which dataset, architecture and pinned files make up each track.
+
+The registry is `registry/tracks.json` in the package. A track's target model and target set are
+pinned by sha256 (and, for Hub tracks, by repository revision); reconbench.image.track_files loads them
+and checks those hashes, so every contributor scores against the same bytes. This module only
+reads the registry (no torch, no Hub): everything that loads files sits below it, not beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from reconbench.core.scenario import DEFAULT_QUERY_BUDGET, Scenario
+
+REGISTRY_ENV = "RECONBENCH_REGISTRY"  # a registry file to use instead of the packaged one
+ZOO_FILE = "zoo.json"  # beside tracks.json: the target-model zoo grid (reconbench.zoo.grid)
+FASHION_FILE = "fashion.json"  # beside tracks.json: the Fashion-MNIST tracks (reconbench.image.models.fashion_registry)
+GENERATED_FILES = (FASHION_FILE, ZOO_FILE)  # generated registry files, merged after tracks.json in this order
+
+
+class TrackError(Exception):
+    """A track that is unknown, not yet published, or whose pinned files do not check out."""
+
+
+class HubSource(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["hub"] = "hub"
+    model_repo: str
+    model_revision: str
+    data_repo: str
+    data_revision: str
+    files: dict[str, str] = Field(default_factory=dict, description="file name -> sha256")
+
+
+class EmbeddedSource(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["embedded"] = "embedded"
+    model_file: str  # inside the package's data folder
+
+
+class NearCopy(BaseModel):
+    """Near-copy thresholds calibrated from the track's public data (reconbench.submissions.nearcopy)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pixel_mse: float
+    structure: float
+    percentile: float
+    pool_sha256: str
+    derivation: str
+
+
+class EvaluationModel(BaseModel):
+    """The track's evaluation classifier (acc_top1, acc_top5, knn_dist; metrics/classifier.py):
+    another architecture than the target, trained on data of the same distribution."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    architecture: str
+    arch_kwargs: dict[str, int] = Field(default_factory=dict)
+    file: str  # embedded tracks: inside the package's data folder; Hub tracks: in the model repository
+    sha256: str
+    trained_on: str
+    accuracy: dict[str, float] = Field(default_factory=dict, description="split -> accuracy")
+    recipe: str
+
+
+class Track(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    title: str
+    dataset: str
+    architecture: str
+    arch_kwargs: dict[str, int] = Field(default_factory=dict)
+    variant: str | None = None
+    input_shape: tuple[int, int, int]
+    num_classes: int
+    train_size: int
+    update_size: int | None = None
+    gradient_batch_size: int | None = Field(
+        None, ge=1, description="dynamic white-box cells: images per observed gradient (None: "
+                                "reconbench.image.dynamic.GRADIENT_BATCH_SIZE); the update set is cut into batches of it")
+    status: Literal["embedded", "published", "unpublished"]
+    source: EmbeddedSource | HubSource | None = None
+    target_model_sha256: str | None = None
+    target_set_sha256: str | None = None
+    update_set_sha256: str | None = None
+    holdout_set_sha256: str | None = Field(
+        None, description="content hash of the holdout: non-members with the target set's size and class counts, "
+                          "never trained on by any shipped model, never in an attack's view (the membership gap's "
+                          "reference; reconbench.image.track_files.load_holdout)")
+    update_holdout_set_sha256: str | None = Field(
+        None, description="content hash of the holdout matched to the update set (dynamic scenarios)")
+    scenarios: list[str]
+    query_budget: int = Field(
+        DEFAULT_QUERY_BUDGET, ge=1,
+        description="images the attacker may query the target with in one run (black-box cells, surrogate stealing "
+                    "included); every query is counted against it and an attack preset that needs more is refused")
+    train_accuracy: float | None = None
+    test_accuracy: float | None = None
+    memorization: float | None = None
+    recipe: str | None = None
+    near_copy: NearCopy | None = None
+
+
+    evaluation_model: EvaluationModel | None = None
+    retired_evaluation_models: list[EvaluationModel] = Field(
+        default_factory=list,
+        description="earlier evaluation classifiers of the track, kept only to verify the Acc@1/Acc@5/KNN claims of "
+                    "entries scored with them (validate tries them when the current one disagrees); never used for "
+                    "a new score or a gap")
+
+    def scenario_list(self) -> list[Scenario]:
+        return [Scenario.parse(s) for s in self.scenarios]
+
+    def target_size(self, scenario: Scenario) -> int:
+        """|D_tar|: the training set (static) or the update set (dynamic, SoK Def. 3.2)."""
+        if scenario.training == "dynamic":
+            if not self.update_size:
+                raise TrackError(f"track '{self.id}' has no update set, so no dynamic scenario")
+            return self.update_size
+        return self.train_size
+
+    def require_runnable(self) -> None:
+        if self.status == "unpublished":
+            raise TrackError(
+                f"track '{self.id}' is not published yet: its target model has not been pinned in the "
+                "registry (maintainers: see `recon-submit hub publish`)"
+            )
+
+    def offers(self, scenario: Scenario) -> bool:
+        return str(scenario) in self.scenarios
+
+
+class Registry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1]
+    tracks: list[Track]
+
+
+def registry_path() -> Path:
+    import os
+
+    override = os.environ.get(REGISTRY_ENV)
+    if override:
+        return Path(override)
+    return Path(str(resources.files("reconbench") / "registry" / "tracks.json"))
+
+
+@lru_cache(maxsize=8)
+def read_registry_file(path: str, mtime: float, schema: type[BaseModel] | None = None, what: str = "tracks registry"):
+    """A registry file validated by `schema` (Registry by default), cached until its mtime changes."""
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise TrackError(f"{path}: cannot read the {what} ({exc})") from None
+    return (schema or Registry).model_validate(raw)
+
+
+
+def load_registry() -> Registry:
+    path = registry_path()
+    registry = read_registry_file(str(path), path.stat().st_mtime if path.exists() else 0.0)
+    if os.environ.get(REGISTRY_ENV):  # an override file is the whole registry
+        return registry
+    # The packaged registry = tracks.json + the generated files beside it (Fashion-MNIST, the zoo grid).
+    tracks, seen = list(registry.tracks), {path.name: {t.id for t in registry.tracks}}
+    for name in GENERATED_FILES:
+        extra = path.with_name(name)
+        if not extra.exists():
+            continue
+        part = read_registry_file(str(extra), extra.stat().st_mtime)
+        ids = {t.id for t in part.tracks}
+        for other, other_ids in seen.items():
+            if ids & other_ids:
+                raise TrackError(f"{extra}: track id(s) also in {other}: {', '.join(sorted(ids & other_ids))}")
+        seen[name] = ids
+        tracks += part.tracks
+    return Registry(schema_version=1, tracks=tracks)
+
+
+def all_tracks() -> list[Track]:
+    return load_registry().tracks
+
+
+def get_track(track_id: str) -> Track:
+    for track in all_tracks():
+        if track.id == track_id:
+            return track
+    import difflib
+
+    ids = [t.id for t in all_tracks()]
+    close = difflib.get_close_matches(track_id, ids, n=3, cutoff=0.5)
+    hint = f"did you mean {' or '.join(repr(c) for c in close)}?" if close else "see `recon-submit tracks --all`"
+    raise TrackError(f"unknown track '{track_id}' ({hint})")

@@ -1,0 +1,175 @@
+"""Recipe of the Fashion-MNIST tracks' shipped weights (reconbench/data/fashion/) and their registry rows.
+
+    python -m reconbench.image.models.fashion_targets [NAME ...] [--out DIR]
+
+trains the named files (all by default) into DIR (default: the package's data/fashion/) and prints a
+JSON report (sha256, accuracies, seconds); `python -m reconbench.image.models.fashion_registry` then
+rewrites registry/fashion.json from the files in the package. Training runs on one CPU thread with every random draw
+seeded (initialisation included), with the CPU kernels pinned to AVX2 (PINNED_KERNELS: the command
+re-executes itself with them), so a rebuild on the same software writes the same bytes on any x86-64
+machine with AVX2; the registry pins them, so a rebuild that rounds differently shows up as a hash change.
+
+Targets (data: reconbench.image.data.fashion_splits):
+  mcnn-n{100,500,1000}  GMI's MNIST target architecture (models/gmi_mnist.py, width 16) on the
+                        10-class 32x32 view, |D_tar| = 100 / 500 / 1,000. GMI ships no MNIST
+                        training script, so the recipe is the embedded digits targets' (Adam,
+                        lr 1e-3, batch 64; models/embedded.py) with 100 epochs, which reaches
+                        100% training accuracy at every size.
+  split5-mcnn-n500      the same on the five private classes (fashion-mnist-split5).
+  oddeven-mlp-n100      Bias-Rec's regime: Haim et al.'s MNIST run (github.com/nivha/dataset_reconstruction,
+                        command_line_args/train_mnist_odd_even_args.txt: odd/even labels, 250
+                        images per class, full-batch GD from a 1e-4 first-layer init) with 50
+                        images per class (the attack's cost grows with 2 candidates per training
+                        image: 500 does not fit a 2-core CPU's budget; planned row for a GPU), on a
+                        bias-free 784-1000-2 ReLU network trained by models/embedded.py's
+                        train_logistic_gd (theirs: 784-1000-1000-1 with a first-layer bias,
+                        inputs minus the training mean, lr 0.01 for up to 1e6 epochs in float64;
+                        ours: one hidden layer, [0, 1] pixels, LOGISTIC_GD below, so that the
+                        file stays ~3 MB and a CPU trains it in minutes).
+Evaluation classifiers (another architecture than the target, trained on the evaluator block,
+disjoint from every target, update and holdout image):
+  scnn-eval / split5-scnn-eval   GMI's MNIST evaluation classifier SCNN (width 8)
+  oddeven-eval-cnn               the digits tracks' EvalCNN (width 8) on the 28x28 odd/even view
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from reconbench.image.models.embedded import LogisticGDConfig, train_logistic_gd
+from reconbench.image.models.registry import build_model, save_model
+from reconbench.image.models.training import TrainConfig, accuracy, train_classifier
+from reconbench.core.threads import one_torch_thread
+
+RECIPE = "python -m reconbench.models.fashion_targets"  # the name the pinned weights' metadata records (reconbench.core.moved resolves it)
+# The kernels the pinned bytes were trained with. oneDNN's convolutions, MKL and ATen's own vector code
+# pick their instruction set at run time, and AVX-512 rounds otherwise than AVX2: the same recipe wrote
+# other bytes on an AVX-512 machine. Each library reads its variable once, when it first runs, so the
+# recipe sets them in a fresh interpreter (x86-64 only: elsewhere they name no instruction set).
+PINNED_KERNELS = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
+ADAM = TrainConfig(epochs=100, batch_size=64, lr=1e-3, seed=0)
+EVAL_ADAM = TrainConfig(epochs=15, batch_size=64, lr=1e-3, weight_decay=1e-4, seed=0)
+# lr 0.05 (digits-binary-mlp's 0.5 diverges on 784-d inputs of norm ~10; Haim et al.: 0.01), 6,000
+# full-batch steps in float32 (measured on 500 images: loss 4e-3 after 2,000 steps, falling as ~1/t;
+# theirs runs until 1e6 epochs or loss 1e-40, a GPU's budget)
+LOGISTIC_GD = LogisticGDConfig(steps=6000, lr=0.05, first_layer_init=1e-4, seed=0, dtype="float32")
+
+
+@dataclass(frozen=True)
+class Weights:
+    dataset: str
+    architecture: str
+    arch_kwargs: dict
+    config: TrainConfig | LogisticGDConfig
+    train_size: int | None = None  # targets: |D_tar|; evaluation classifiers: None (evaluator block)
+
+
+TARGETS = {
+    "mcnn-n100": Weights("fashion-mnist", "mcnn", {"num_classes": 10, "width": 16}, ADAM, 100),
+    "mcnn-n500": Weights("fashion-mnist", "mcnn", {"num_classes": 10, "width": 16}, ADAM, 500),
+    "mcnn-n1000": Weights("fashion-mnist", "mcnn", {"num_classes": 10, "width": 16}, ADAM, 1000),
+    # SoK Table 7's "fixed": the same recipe with BatchNorm frozen at its initial statistics and
+    # affine parameters (DeepInversion has nothing informative to match)
+    "mcnn-n100-bn-frozen": Weights("fashion-mnist", "mcnn", {"num_classes": 10, "width": 16},
+                                   TrainConfig(epochs=100, batch_size=64, lr=1e-3, seed=0, freeze_bn=True), 100),
+    "split5-mcnn-n500": Weights("fashion-mnist-split5", "mcnn", {"num_classes": 5, "width": 16}, ADAM, 500),
+    "oddeven-mlp-n100": Weights("fashion-mnist-oddeven", "homogeneous-mlp",
+                                {"in_features": 784, "num_classes": 2, "hidden": 1000, "depth": 1}, LOGISTIC_GD, 100),
+}
+EVALUATORS = {
+    "scnn-eval": Weights("fashion-mnist", "scnn", {"num_classes": 10, "width": 8}, EVAL_ADAM),
+    "split5-scnn-eval": Weights("fashion-mnist-split5", "scnn", {"num_classes": 5, "width": 8}, EVAL_ADAM),
+    "oddeven-eval-cnn": Weights("fashion-mnist-oddeven", "eval-cnn", {"num_classes": 2, "width": 8}, EVAL_ADAM),
+}
+ALL = {**TARGETS, **EVALUATORS}
+
+
+def file_of(name: str) -> str:
+    """The weight file's path inside the package's data folder (what the registry names)."""
+    return f"fashion/{name}.safetensors"
+
+
+def train(name: str) -> torch.nn.Module:
+    """Train one shipped model from its recipe (seeded before the model is built: its init too)."""
+    from reconbench.image.data.fashion_splits import evaluator_training_set, fashion_splits
+
+    spec = ALL[name]
+    data = fashion_splits(spec.dataset, spec.train_size).target if spec.train_size else \
+        evaluator_training_set(spec.dataset)
+    with one_torch_thread():
+        torch.manual_seed(spec.config.seed)
+        model = build_model(spec.architecture, **spec.arch_kwargs)
+        if isinstance(spec.config, LogisticGDConfig):
+            return train_logistic_gd(model, data, spec.config)
+        return train_classifier(model, data, spec.config)
+
+
+def build(name: str, out_dir: Path) -> dict:
+    """Train `name`, write it under out_dir, return its report line."""
+    from reconbench.image.data.fashion_splits import evaluator_training_set, fashion_splits
+    from reconbench.core.io import sha256_file
+
+    spec = ALL[name]
+    started = time.perf_counter()
+    model = train(name)
+    seconds = round(time.perf_counter() - started, 1)
+    path = out_dir / f"{name}.safetensors"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_model(model, path, metadata={"architecture": spec.architecture, "recipe": f"{RECIPE} {name}"})
+    report = {"file": file_of(name), "sha256": sha256_file(path), "seconds": seconds,
+              "architecture": spec.architecture, "arch_kwargs": spec.arch_kwargs}
+    if spec.train_size:
+        splits = fashion_splits(spec.dataset, spec.train_size)
+        report |= {"train_accuracy": round(accuracy(model, splits.target), 4),
+                   "test_accuracy": round(accuracy(model, splits.test), 4),
+                   "holdout_accuracy": round(accuracy(model, splits.holdout), 4)}
+    else:
+        own = evaluator_training_set(spec.dataset)
+        report |= {"train_accuracy": round(accuracy(model, own), 4),
+                   "test_accuracy": round(accuracy(model, fashion_splits(spec.dataset, 100).test), 4)}
+    return report
+
+
+def _kernel_env() -> dict[str, str]:
+    return PINNED_KERNELS if platform.machine().lower() in ("x86_64", "amd64") else {}
+
+
+def rebuild(names: list[str], out_dir: Path) -> dict:
+    """The recipe in a fresh interpreter with the pinned kernels (what `python -m` runs): name -> report."""
+    done = subprocess.run([sys.executable, "-m", "reconbench.image.models.fashion_targets", *names, "--out", str(out_dir)],
+                          env=os.environ | _kernel_env(), capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise RuntimeError(f"{RECIPE} {' '.join(names)} failed: {done.stderr.strip()[-2000:]}")
+    return json.loads(done.stdout)
+
+
+def main(argv: list[str]) -> int:
+    pins = _kernel_env()
+    if any(os.environ.get(k) != v for k, v in pins.items()):  # this interpreter's kernels are not the pinned ones
+        os.execve(sys.executable, [sys.executable, "-m", "reconbench.image.models.fashion_targets", *argv], os.environ | pins)
+    out = Path(__file__).parents[2] / "data" / "fashion"
+    names = []
+    args = iter(argv)
+    for arg in args:
+        if arg == "--out":
+            out = Path(next(args))
+        elif arg in ALL:
+            names.append(arg)
+        else:
+            print(f"unknown weight file '{arg}' (known: {', '.join(ALL)})", file=sys.stderr)
+            return 2
+    print(json.dumps({name: build(name, out) for name in names or ALL}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,66 @@
+"""Architecture names -> constructors, and safetensors save/load with a clear error on mismatch."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from reconbench.core.io import FileFormatError, atomic_path, sort_safetensors_metadata
+from reconbench.image.models.eval_cnn import EvalCNN
+from reconbench.image.models.gmi_mnist import MCNN, SCNN
+from reconbench.image.models.small import HomogeneousMLP, SmallCNN
+from reconbench.image.models.vgg import VGG16
+
+def ResNet18(**kwargs) -> nn.Module:  # noqa: N802 - stands for the class
+    # torchvision is imported only when a ResNet is built: it costs seconds at start-up, paid by
+    # every attack's process (reconbench.pipeline.isolation) otherwise.
+    from reconbench.image.models.resnet import ResNet18 as cls
+
+    return cls(**kwargs)
+
+
+ARCHITECTURES: dict[str, Callable[..., nn.Module]] = {
+    "small-cnn": SmallCNN,
+    "homogeneous-mlp": HomogeneousMLP,
+    "vgg16": VGG16,  # the SoK's main target (target-model zoo)
+    "resnet18": ResNet18,
+    "eval-cnn": EvalCNN,  # evaluation classifier of the digits tracks (acc_top1/5, knn_dist)
+    "mcnn": MCNN,  # GMI's MNIST target (the Fashion-MNIST tracks)
+    "scnn": SCNN,  # GMI's MNIST evaluation classifier (the Fashion-MNIST tracks' E)
+}
+
+
+def build_model(arch: str, **kwargs) -> nn.Module:
+    if arch not in ARCHITECTURES:
+        raise KeyError(f"unknown architecture '{arch}' (known: {', '.join(sorted(ARCHITECTURES))})")
+    return ARCHITECTURES[arch](**kwargs)
+
+
+def save_model(model: nn.Module, path: Path, metadata: dict[str, str] | None = None) -> None:
+    state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    with atomic_path(Path(path)) as tmp:
+        save_file(state, str(tmp), metadata=metadata)
+        sort_safetensors_metadata(tmp)
+
+
+def load_model(arch: str, path: Path, device: str | torch.device = "cpu", **kwargs) -> nn.Module:
+    """Build `arch` and load its weights from a safetensors file; the model is returned in eval mode."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileFormatError(f"{path}: weight file not found")
+    try:
+        state = load_file(str(path))
+    except (SafetensorError, OSError) as exc:
+        raise FileFormatError(f"{path}: not a valid safetensors file ({exc})") from None
+    model = build_model(arch, **kwargs)
+    try:
+        model.load_state_dict(state, strict=True)
+    except RuntimeError as exc:
+        first = str(exc).splitlines()[0]
+        raise FileFormatError(f"{path}: weights do not fit architecture '{arch}': {first}") from None
+    return model.to(device).eval()

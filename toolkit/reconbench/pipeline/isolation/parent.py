@@ -1,0 +1,479 @@
+"""The evaluator's side of the boundary: start the attack's process, hand it its view, answer its
+queries, draw its progress bars, and take back its reconstructions.
+
+The attack's process is a fresh interpreter (`python -m reconbench.pipeline.isolation.child`), so it
+inherits none of this process's memory: like multiprocessing's "spawn", and unlike "fork", which
+would copy the target model. A plain subprocess is used rather than multiprocessing's spawn because
+spawn re-imports the parent's __main__ (for `recon-submit`, the CLI and with it the registry) in
+the child before any guard could be installed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import pickle
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from reconbench.image.attacks.base import AttackError, Progress
+from reconbench.core.attack_source import attack_source, copy_source
+from reconbench.pipeline.isolation import protocol, sandbox, seccomp
+from reconbench.pipeline.isolation.child import to_device
+from reconbench.image.knowledge import Knowledge
+from reconbench.image.queries import KnowledgeError, QueryBudgetExceeded, QueryFunction
+
+MAX_BARS = 32  # progress bars one attack may have open at once
+EXIT_GRACE_S = 5  # after its result, how long the attack's process may take to exit before it is killed
+CHILD_ERRORS = {"KnowledgeError": KnowledgeError, "QueryBudgetExceeded": QueryBudgetExceeded, "AttackError": AttackError}
+
+
+@dataclass(frozen=True)
+class AttackMeta:
+    """What the attack declared (class attributes), as reported by its process."""
+
+    name: str
+    paper: str
+    family: str
+    scenarios: tuple[str, ...]
+    version: str
+    code: str
+
+
+def attack_spec(attack: str | type) -> str:
+    """A registered name or `file.py:Class` for an Attack class (the child imports it by that)."""
+    if isinstance(attack, str):
+        return attack
+    from reconbench.image.attacks import ATTACKS
+
+    if ATTACKS.get(getattr(attack, "name", None)) is attack:
+        return attack.name
+    module = sys.modules.get(attack.__module__)
+    file = getattr(module, "__file__", None)
+    if not file:
+        raise AttackError(f"attack class {attack.__qualname__} has no source file; pass path/to/file.py:ClassName")
+    return f"{file}:{attack.__qualname__}"
+
+
+def _hub_paths() -> list[str]:
+    """The evaluator's Hub cache folders, which the attack's process may not open."""
+    paths = [os.environ.get(v, "") for v in ("HF_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE")]
+    if os.environ.get("XDG_CACHE_HOME"):
+        paths.append(os.path.join(os.environ["XDG_CACHE_HOME"], "huggingface"))
+    if "huggingface_hub" in sys.modules:
+        paths.append(sys.modules["huggingface_hub"].constants.HF_HUB_CACHE)
+    return [p for p in paths if p]
+
+
+def _filter_pipe() -> tuple[int | None, int | None]:
+    """A pipe holding the seccomp program for bubblewrap to read (None, None where there is none)."""
+    code = seccomp.program()
+    if code is None:
+        return None, None
+    r, w = os.pipe()
+    os.write(w, code)  # a few hundred bytes: well within a pipe's buffer
+    os.close(w)
+    return r, None
+
+
+def _secret_paths() -> list[str]:
+    """Folders of the evaluator's that the sandbox hides even where they lie inside a bound folder."""
+    from reconbench.core.cache import cache_root
+
+    names = ("RECONBENCH_HOME", "RECONBENCH_CACHE", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "TORCH_HOME", "HF_HOME")
+    return [str(cache_root())] + [os.environ[n] for n in names if os.environ.get(n)] + _hub_paths()
+
+
+def _child_env(scratch: Path, threads: int, *, sandboxed: bool = False, cache: Path | None = None) -> dict[str, str]:
+    """The attack's environment: an allowlist of the evaluator's (sandbox.environment), then the
+    toolkit's own settings. `scratch`: the attack's writable folder (/tmp inside the sandbox);
+    `cache`: the toolkit cache it may use (registered attacks: the user's, for GAN priors), else one
+    in scratch that ends with the run."""
+    env = sandbox.environment(dict(os.environ), sandboxed=sandboxed)
+    # the same toolkit as this process: toolkit/ above reconbench/pipeline/isolation/parent.py (no `import
+    # reconbench`: the package's top level holds the API, which imports this module)
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[3])  # toolkit/
+    env.update({
+        "HF_HUB_OFFLINE": "1", "HF_HOME": str(scratch / "hf"), "HF_HUB_CACHE": str(scratch / "hf" / "hub"),
+        "RECONBENCH_CACHE": str(cache or scratch / "cache"),
+        "RECONBENCH_REGISTRY": str(scratch / "no-registry.json"), "RECONBENCH_ATTACK_PROCESS": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",  # no __pycache__ written into an entry's attack/ folder
+    })
+    # The attack gets the evaluator's thread count (reconbench/core/threads.py). Said to OpenMP and loky too:
+    # otherwise scikit-learn (KMeans in Updates-Leak) asks loky for the physical core count, which starts
+    # `lscpu`; the guards refuse the subprocess and loky prints a warning with a traceback.
+    env["OMP_NUM_THREADS"] = str(threads)
+    env["LOKY_MAX_CPU_COUNT"] = str(threads)
+    return env
+
+
+@contextlib.contextmanager
+def sigint_blocked():
+    """SIGINT blocked in this thread while the attack's process is started: the process inherits the
+    blocked mask through fork and exec, so Ctrl-C (sent by a terminal to the whole foreground process
+    group) reaches only the evaluator, which stops the attack and prints the one "interrupted" line;
+    the attack's process can never end with an error of its own, even during its start-up. A Ctrl-C
+    in this window stays pending and is delivered here on unblocking."""
+    if not hasattr(signal, "pthread_sigmask"):  # not POSIX: the error mapping in _child_error remains
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+@contextlib.contextmanager
+def not_dumpable():
+    """Linux: while the attack runs, processes of the same user cannot ptrace this one or read its
+    /proc/<pid>/mem (prctl PR_SET_DUMPABLE 0); restored afterwards."""
+    libc = None
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+    before = libc.prctl(3, 0, 0, 0, 0) if libc else -1  # PR_GET_DUMPABLE
+    if before > 0:
+        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    try:
+        yield
+    finally:
+        if before > 0:
+            libc.prctl(4, before, 0, 0, 0)
+
+
+class RemoteTraceback(Exception):
+    """The attack process's traceback, chained to the error it raised (shown by `--debug`)."""
+
+    def __str__(self) -> str:
+        return "\n\n" + str(self.args[0]) if self.args else ""
+
+
+def _child_error(header: dict, name: str) -> BaseException:
+    """The one-line error for the attack process's report; its traceback rides along as the cause."""
+    kind = protocol.text(header.get("type"), 100)
+    if kind == "KeyboardInterrupt":  # SIGINT sent to the attack's process alone; report it as the CLI does
+        return KeyboardInterrupt()
+    line = protocol.text(header.get("line") or f"the attack '{name}' failed: {kind}: {protocol.text(header.get('message'))}")
+    exc = CHILD_ERRORS.get(kind, AttackError)(line)
+    exc.__cause__ = RemoteTraceback(protocol.text(header.get("traceback", ""), 20000))
+    return exc
+
+
+def _declared(info: dict, spec: str) -> AttackMeta:
+    """The attack's declaration as its process reported it: untrusted data, so every field is
+    checked for type and length (the schema and the registry check the values later)."""
+    fields = {"name": 80, "paper": 2000, "family": 40, "version": 40, "code": 400}
+    scenarios = info.get("scenarios")
+    if (not all(isinstance(info.get(k), str) and len(info[k]) <= n for k, n in fields.items())
+            or not isinstance(scenarios, list) or not 0 < len(scenarios) <= 18
+            or not all(isinstance(c, str) and len(c) <= 40 for c in scenarios)):
+        raise AttackError(f"attack '{protocol.text(spec, 200)}': its process sent an invalid declaration "
+                          f"(strings of bounded length for {', '.join(fields)}; 1 to 18 scenarios)")
+    return AttackMeta(name=info["name"], paper=info["paper"], family=info["family"], scenarios=tuple(scenarios),
+                      version=info["version"], code=info["code"])
+
+
+class AttackProcess:
+    """One attack run in its own process. Use as a context manager; `meta()`, then `run()`.
+
+    The process runs in the OS sandbox of reconbench.pipeline.isolation.sandbox where there is one
+    (`sandbox`: its label for provenance.sandbox, "none" without one). `device`: where the attack
+    will run (a CUDA run gets the GPU's device nodes inside the sandbox)."""
+
+    def __init__(self, spec: str, config: dict[str, Any], budget: str = "default", *, device: str | torch.device = "cpu"):
+        self.spec = spec
+        self.config = dict(config)
+        self.budget = budget
+        self.device = torch.device(device)
+        self.facts: dict[str, Any] = {}  # what the attack reported about its run (checked by the result schema)
+        self.sandbox = sandbox.NONE
+        self._meta: AttackMeta | None = None
+        self._proc: subprocess.Popen | None = None
+        self._conn: Connection | None = None
+        self._scratch: tempfile.TemporaryDirectory | None = None
+        self._status: int | None = None  # bubblewrap's --json-status-fd (read end)
+        self._status_text = ""
+        self._init_pidfd: int | None = None  # the sandbox's first process: all others die with it
+        self._returned = False  # the attack's result has arrived
+        self._stack = contextlib.ExitStack()
+
+    def __enter__(self) -> AttackProcess:
+        try:
+            return self._start()
+        except BaseException:
+            self.__exit__(None, None, None)  # no half-started process, dumpable restored
+            raise
+
+    def _start(self) -> AttackProcess:
+        from reconbench.image.attacks import ATTACKS
+        from reconbench.core.cache import cache_root
+
+        box = sandbox.choose()
+        self._stack.enter_context(not_dumpable())
+        self._scratch = tempfile.TemporaryDirectory(prefix="reconbench-attack-")
+        scratch, spec, attack_dir = Path(self._scratch.name), self.spec, None
+        # A registered attack runs only toolkit code: it may keep its GAN priors in the user's cache.
+        cache = cache_root() if spec in ATTACKS else None
+        if box is not None and ":" in spec and (source := attack_source(spec)) is not None:
+            attack_dir = scratch / "attack"  # exactly the files whose hash the result signs
+            copy_source(source.files, attack_dir)
+            spec = f"{sandbox.ATTACK_ROOT}/{source.entry_file}:{spec.rsplit(':', 1)[1]}"
+        ours, theirs = socket.socketpair()
+        fd = theirs.detach()
+        argv = [sys.executable, "-m", "reconbench.pipeline.isolation.child", str(fd), "0" if box else str(os.getpid()), *_hub_paths()]
+        env = _child_env(Path("/tmp") if box else scratch, torch.get_num_threads(), sandboxed=box is not None, cache=cache)
+        try:
+            with sigint_blocked():
+                if box is None:
+                    self._proc = subprocess.Popen(argv, pass_fds=(fd,), env=env, stdin=subprocess.DEVNULL, stdout=2,
+                                                  cwd=os.getcwd())
+                else:
+                    self._proc = self._start_sandboxed(box, argv, fd, env, attack_dir, cache)
+        finally:
+            os.close(fd)
+        self._conn = Connection(ours.detach())
+        try:
+            protocol.send(self._conn, {"op": "start", "spec": spec, "config": self.config, "budget": self.budget,
+                                       "threads": torch.get_num_threads()})
+        except ConnectionError:  # it ended already (e.g. its sandbox could not be set up)
+            raise self._gone() from None
+        return self
+
+    def _start_sandboxed(self, box: sandbox.Bubblewrap, argv: list[str], fd: int, env: dict, attack_dir: Path | None,
+                         cache: Path | None) -> subprocess.Popen:
+        writable = []
+        if cache is not None:
+            (cache / "gan-priors").mkdir(parents=True, exist_ok=True)
+            writable.append(str(cache / "gan-priors"))
+        self._status, status_w = os.pipe()
+        filter_r, filter_w = _filter_pipe()
+        try:
+            command = box.command(argv, package=Path(__file__).resolve().parents[2], env=env, attack_dir=attack_dir,
+                                  devices=sandbox.gpu_devices() if self.device.type == "cuda" else [],
+                                  secrets=_secret_paths(), writable=writable, status_fd=status_w, seccomp_fd=filter_r)
+            # The child's stdout is this process's stderr (the child points its own stderr there first
+            # thing); bubblewrap's stderr is a pipe read only when the sandbox fails to start.
+            proc = subprocess.Popen(command, pass_fds=tuple(f for f in (fd, status_w, filter_r) if f is not None), env={},
+                                    stdin=subprocess.DEVNULL, stdout=2, stderr=subprocess.PIPE)
+        finally:
+            for f in (status_w, filter_r, filter_w):
+                if f is not None:
+                    os.close(f)
+        self.sandbox = box.label
+        self._proc = proc
+        pid = self._status_record("child-pid", timeout=60)
+        if pid is None:
+            raise sandbox.start_failure(self._stderr())
+        with contextlib.suppress(OSError, AttributeError):  # pidfd: Linux 5.3+
+            self._init_pidfd = os.pidfd_open(pid)
+        return proc
+
+    def _status_record(self, key: str, timeout: float) -> Any:
+        """A value from bubblewrap's status stream (JSON objects, one per event); None at its end."""
+        assert self._status is not None
+        deadline = time.monotonic() + timeout
+        while True:
+            decoder, text = json.JSONDecoder(), self._status_text.strip()
+            while text:
+                try:
+                    record, end = decoder.raw_decode(text)
+                except ValueError:
+                    break
+                if isinstance(record, dict) and key in record:
+                    return record[key]
+                text = text[end:].strip()
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self._status], [], [], left)[0]:
+                return None
+            chunk = os.read(self._status, 4096)
+            if not chunk:
+                return None
+            self._status_text += chunk.decode("utf-8", "replace")
+            if len(self._status_text) > 65536:
+                return None
+
+    def _stderr(self) -> str:
+        """What bubblewrap (or the child before it took over the evaluator's stderr) printed."""
+        if self._proc is None or self._proc.stderr is None:
+            return ""
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            self._proc.wait(timeout=10)
+            os.set_blocking(self._proc.stderr.fileno(), False)
+            return (self._proc.stderr.read(65536) or b"").decode("utf-8", "replace")
+        return ""
+
+    def __exit__(self, *exc) -> None:
+        if self._conn is not None:
+            self._conn.close()
+        if self._proc is not None:
+            if self._returned:  # a result came back: its process is exiting; let it (and bubblewrap) end in order
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self._proc.wait(timeout=EXIT_GRACE_S)
+            if self._proc.poll() is None:
+                self._proc.kill()  # bubblewrap: its init dies with it (--die-with-parent), and with it every process inside
+            self._proc.wait()
+            if self._proc.stderr is not None:
+                self._proc.stderr.close()
+        if self._init_pidfd is not None:  # wait until the sandbox's last process is gone
+            select.select([self._init_pidfd], [], [], 30)
+            os.close(self._init_pidfd)
+            self._init_pidfd = None
+        if self._status is not None:
+            os.close(self._status)
+            self._status = None
+        if self._scratch is not None:
+            self._scratch.cleanup()
+        self._stack.close()
+
+    def _gone(self) -> BaseException:
+        """The error for an attack process that ended without a result (or a sandbox that never started)."""
+        assert self._proc is not None
+        code = self._proc.wait()
+        if code in (-signal.SIGINT, 128 + signal.SIGINT):  # interrupted (e.g. `kill -INT` on it): the CLI's line
+            return KeyboardInterrupt()
+        said = ""
+        if self._status is not None:
+            if self._status_record("exit-code", timeout=5) is None:  # the attack's command never ran
+                return sandbox.start_failure(self._stderr())
+            said = " ".join(self._stderr().split())[-1000:]  # e.g. the interpreter failing before the child's main
+        return AttackError(f"attack '{self._name()}': its process exited (code {code}) without a result"
+                           + (f": {said}" if said else ""))
+
+    def _name(self) -> str:
+        return self._meta.name if self._meta else self.spec
+
+    def _recv(self) -> tuple[dict, list[np.ndarray]]:
+        assert self._conn is not None and self._proc is not None
+        try:
+            while not self._conn.poll(0.2):
+                if self._proc.poll() is not None and not self._conn.poll(0):
+                    raise EOFError
+            header, arrays = protocol.recv(self._conn)
+        except (EOFError, ConnectionError):
+            raise self._gone() from None
+        except protocol.ProtocolError as exc:
+            raise AttackError(f"attack '{self._name()}': its process broke the protocol: {exc}") from None
+        if header["op"] == "error":
+            raise _child_error(header, self._name())
+        return header, arrays
+
+    def meta(self) -> AttackMeta:
+        """The attack's declared name, paper, family and cells (waits for its process to load it)."""
+        if self._meta is None:
+            header, _ = self._recv()
+            info = header.get("attack")
+            if header["op"] != "ready" or not isinstance(info, dict) or not isinstance(header.get("config"), dict):
+                raise AttackError(f"attack '{self.spec}': its process broke the protocol (expected 'ready')")
+            self._meta = _declared(info, self.spec)
+            self.config = header["config"]
+        return self._meta
+
+    def run(self, knowledge: Knowledge, *, seed: int, progress: Progress) -> tuple[np.ndarray, np.ndarray]:
+        """Send the view, serve queries and progress until the attack returns (images, labels)."""
+        self.meta()
+        assert self._conn is not None
+        self._conn.send_bytes(pickle.dumps(_view(knowledge, seed)))
+        remote = _remote_queries(knowledge)
+        with contextlib.ExitStack() as bars_stack:
+            bars: dict[int, tuple[contextlib.ExitStack, Any]] = {}
+            while True:
+                header, arrays = self._recv()
+                op = header["op"]
+                if op == "query":
+                    self._answer(remote, header, arrays, knowledge.input_shape)
+                elif op == "progress":
+                    self._progress(progress, bars, bars_stack, header)
+                elif (op == "result" and len(arrays) == 2 and isinstance(header.get("config"), dict)
+                      and arrays[0].dtype == np.float32 and arrays[1].dtype == np.int64):
+                    self.config = header["config"]
+                    facts = header.get("facts") or {}
+                    if not (isinstance(facts, dict) and len(facts) <= 32 and all(
+                            isinstance(k, str) and len(k) <= 80 and (v is None or isinstance(v, (bool, int, float)) or
+                                                                    (isinstance(v, str) and len(v) <= 2000))
+                            for k, v in facts.items())):
+                        raise AttackError(f"attack '{self._name()}': its provenance facts must be at most 32 "
+                                          "name -> scalar pairs (names up to 80, texts up to 2000 characters)")
+                    self.facts = facts
+                    self._returned = True
+                    return arrays[0], arrays[1]
+                else:
+                    raise AttackError(f"attack '{self._name()}': unexpected message '{protocol.text(op, 40)}' from its process")
+
+    def _answer(self, remote: dict[str, QueryFunction], header: dict, arrays: list[np.ndarray], shape) -> None:
+        assert self._conn is not None
+        view = header.get("view")
+        if view not in remote or len(arrays) != 1 or arrays[0].dtype != np.float32:
+            protocol.send(self._conn, {"op": "refused", "kind": "access",
+                                       "message": f"scenario gives no black-box query function '{protocol.text(view, 40)}'"})
+            return
+        try:
+            probs = remote[view](torch.from_numpy(arrays[0].copy()))
+        except QueryBudgetExceeded as exc:
+            protocol.send(self._conn, {"op": "refused", "kind": "budget", "message": str(exc)})
+            return
+        except ValueError as exc:
+            protocol.send(self._conn, {"op": "refused", "kind": "shape", "message": str(exc)})
+            return
+        protocol.send(self._conn, {"op": "probs", "queries": remote[view].queries}, probs.float().cpu().numpy())
+
+    def _progress(self, progress: Progress, bars: dict, stack: contextlib.ExitStack, header: dict) -> None:
+        ident, event = header.get("id"), header.get("event")
+        if type(ident) is not int:
+            return
+        if event == "start" and ident not in bars and len(bars) < MAX_BARS:
+            total = header.get("total")
+            bar = contextlib.ExitStack()
+            advance = bar.enter_context(progress.task(protocol.text(header.get("description"), 120),
+                                                      total if type(total) is int and total >= 0 else 0))
+            bars[ident] = (stack.enter_context(bar), advance)
+        elif event == "advance" and ident in bars and type(header.get("steps")) is int:
+            bars[ident][1](header["steps"])
+        elif event == "end" and ident in bars:
+            bars.pop(ident)[0].close()
+
+
+def _remote_queries(knowledge: Knowledge) -> dict[str, QueryFunction]:
+    """The query functions the attack's process may call: black-box cells only."""
+    if knowledge.scenario.access != "black-box":
+        return {}
+    out = {"query": knowledge.query}
+    out.update({k: v for k, v in knowledge.extras.items() if isinstance(v, QueryFunction)})
+    return out
+
+
+def _view(knowledge: Knowledge, seed: int) -> dict:
+    """What crosses to the attack's process: public facts, aux data, and in white-box cells the
+    module (a copy); black-box query functions cross only as their names."""
+    white = knowledge.scenario.access == "white-box"
+    model = knowledge.model.cpu() if white else None
+    extras: dict[str, object] = {}
+    for name, value in knowledge.extras.items():
+        if isinstance(value, QueryFunction):
+            extras[name] = "remote-query"
+        elif white and value is knowledge.model:
+            extras[name] = "model"
+        elif white:
+            extras[name] = to_device(value, "cpu")
+        else:
+            raise KnowledgeError(f"black-box view holds '{name}', which cannot cross to the attack's process")
+    return {
+        "track_id": knowledge.track_id, "scenario": str(knowledge.scenario), "num_classes": knowledge.num_classes,
+        "input_shape": tuple(knowledge.input_shape), "target_size": knowledge.target_size, "device": str(knowledge.device),
+        "budget": knowledge.query.budget, "public": knowledge.public, "model": model,
+        "aux": knowledge._aux, "extras": extras, "seed": seed,
+    }
