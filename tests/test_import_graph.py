@@ -119,12 +119,12 @@ LAYERS = (
                     "reconbench.submissions.textcopy")),
     # The surrogate route steals a model by running the image pipeline's queries: it sits with it.
     ("pipeline", ("reconbench.pipeline", "reconbench.image.surrogate", "reconbench.text.evaluation")),
-    # The modality plug-ins (reconbench.modalities, image/plugin.py and reproduce.py, the same two in
-    # text/) join a modality's pipeline, validation stages and reproduction for the core: they sit
+    # The modality plug-ins (reconbench.modalities, image/plugin.py, reproduce.py and board.py, the
+    # same three in text/) join a modality's pipeline, validation stages and reproduction for the core: they sit
     # with the board.
     ("board", ("reconbench.submissions", "reconbench.reproduction", "reconbench.leaderboard", "reconbench.judge",
-               "reconbench.modalities", "reconbench.image.plugin", "reconbench.image.reproduce", "reconbench.text.plugin",
-               "reconbench.text.reproduce")),
+               "reconbench.modalities", "reconbench.image.plugin", "reconbench.image.reproduce", "reconbench.image.board",
+               "reconbench.text.plugin", "reconbench.text.reproduce", "reconbench.text.board")),
     ("command line", ("reconbench", "reconbench.api", "reconbench.cli", "reconbench.commands", "reconbench.sweep")),
 )
 

@@ -4,7 +4,7 @@ plug-in owns a track, a result or an attack and calls its hooks; it never branch
 The branch rule reads the code with ast (nothing runs): outside the modality packages, no module
 may test whether something is text (is_text_track, isinstance(..., TextResultFile), `.modality ==`).
 The board framework (leaderboard/build.py) takes each modality's board from its plug-in
-(leaderboard/image_board.py, leaderboard/text_board.py).
+(image/board.py, text/board.py).
 """
 
 from __future__ import annotations

@@ -121,8 +121,8 @@ def __getattr__(hook: str):
 
 
 def board(reports: list, **settings):
-    """The image entries' board for leaderboard/build.py (reconbench/leaderboard/image_board.py)."""
-    from reconbench.leaderboard.image_board import ImageBoard
+    """The image entries' board for leaderboard/build.py (reconbench/image/board.py)."""
+    from reconbench.image.board import ImageBoard
 
     return ImageBoard(reports, **settings)
 

@@ -218,7 +218,7 @@ def make_env() -> Environment:
     env.filters.update(metric=metric_cell, claimed=claimed_cell, sortval=sort_value, date=date_text, link=rb_link,
                        attack_page=attack_page, external=external_url, pretty_json=pretty_json, caveated=caveated,
                        no_paths=no_paths, merged_checks=merged_checks, not_computed=not_computed)
-    from reconbench.leaderboard.text_board import TEXT_INFO, TEXT_LABELS, visible
+    from reconbench.text.board import TEXT_INFO, TEXT_LABELS, visible
 
     env.filters.update(visible=visible)  # contributor text in text tables: controls and bidi shown, capped
     # The text metrics join the lookups the shared macros use (board columns, ↑/↓); image pages never list them.

@@ -83,8 +83,8 @@ def __getattr__(hook: str):
 
 
 def board(reports: list, **settings):
-    """The text entries' board for leaderboard/build.py (reconbench/leaderboard/text_board.py)."""
-    from reconbench.leaderboard.text_board import TextBoard
+    """The text entries' board for leaderboard/build.py (reconbench/text/board.py)."""
+    from reconbench.text.board import TextBoard
 
     return TextBoard(reports, **settings)
 

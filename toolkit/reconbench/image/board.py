@@ -1,7 +1,7 @@
 """The image boards (the image modality's board, which its plug-in hands to leaderboard/build.py):
 one board per image track, the memorization and quality charts, the attack x variant matrices, entry
 pages with galleries, the downloads (JSON, CSV, schema, badges) and the fragments of the
-hand-written pages. leaderboard/text_board.py is the text modality's."""
+hand-written pages. text/board.py is the text modality's."""
 
 from __future__ import annotations
 
