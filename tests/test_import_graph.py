@@ -125,7 +125,7 @@ LAYERS = (
     ("board", ("reconbench.submissions", "reconbench.reproduction", "reconbench.leaderboard", "reconbench.judge",
                "reconbench.modalities", "reconbench.image.plugin", "reconbench.image.reproduce", "reconbench.image.board",
                "reconbench.text.plugin", "reconbench.text.reproduce", "reconbench.text.board")),
-    ("command line", ("reconbench", "reconbench.api", "reconbench.cli", "reconbench.commands", "reconbench.sweep")),
+    ("command line", ("reconbench", "reconbench.api", "reconbench.cli", "reconbench.sweep")),
 )
 
 

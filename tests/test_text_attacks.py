@@ -250,7 +250,7 @@ def test_registry_catalogue_and_options():
         assert (row.family, row.scenarios, row.paper, row.version) == (cls.family, cls.scenarios, cls.paper, cls.version)
     with pytest.raises(AttackError):
         load_text_attack("path/to/file.py:Mine")  # registered-only
-    from reconbench.commands.attack_info import attack_details  # `recon-submit attacks complete`
+    from reconbench.cli.commands.attack_info import attack_details  # `recon-submit attacks complete`
 
     assert attack_details("complete")["presets"]["paper"] == {"max_new_tokens": 256}
     assert TEXT_ATTACKS["vec2text"](budget="paper").config["decoder"] == "t5-base"

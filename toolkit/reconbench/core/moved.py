@@ -24,6 +24,7 @@ MOVED: dict[str, str] = {
     **{f"reconbench.{m}": f"reconbench.image.{m}" for m in (
         "knowledge", "track_files", "results", "hub", "dynamic", "queries", "attacks", "metrics", "models", "data",
         "surrogate")},
+    "reconbench.commands": "reconbench.cli.commands",
 }
 
 

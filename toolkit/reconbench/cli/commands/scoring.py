@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from reconbench.commands.weights import apply_offline, offline_option, weights_dir_option
+from reconbench.cli.commands.weights import apply_offline, offline_option, weights_dir_option
 from reconbench.core.console import console, escape, fail
 
 
@@ -39,7 +39,7 @@ def score(
         console.print_json(json.dumps(report.to_dict()))
         return
     part = "update" if dynamic else "target"
-    from reconbench.commands.metric_table import print_metrics
+    from reconbench.cli.commands.metric_table import print_metrics
 
     print_metrics(console, f"{reconstructions.name} vs {track} {part} set", report.metrics,
                   {name: info.direction for name, info in METRICS.items()})

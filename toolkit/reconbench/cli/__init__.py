@@ -17,7 +17,7 @@ from rich.table import Table
 
 from reconbench._version import __version__
 from reconbench.api import evaluate_command  # noqa: F401 - also used by reconbench.sweep
-from reconbench.commands.weights import apply_offline, offline_option, weights_dir_option
+from reconbench.cli.commands.weights import apply_offline, offline_option, weights_dir_option
 from reconbench.core.console import CliGroup, console, conventional_help, escape, fail, rich_task
 
 conventional_help()
@@ -96,7 +96,7 @@ def evaluate(
         command=evaluate_command(track, attack, scenario, seed, device, set_, budget, surrogate),
     )
     payload = output.result.payload
-    from reconbench.commands.metric_table import print_metrics
+    from reconbench.cli.commands.metric_table import print_metrics
     from reconbench.image.metrics import METRICS
 
     print_metrics(console, f"{payload.attack.name} on {payload.track} ({payload.scenario})", payload.metrics,
@@ -165,7 +165,7 @@ def tracks(
 
     Example: recon-submit tracks --all
     """
-    from reconbench.commands.listing import print_tracks
+    from reconbench.cli.commands.listing import print_tracks
 
     print_tracks(status=status, include_planned=all_)
 
@@ -181,7 +181,7 @@ def attacks(name: Optional[str] = typer.Argument(None, help="an attack: show its
     from reconbench.core.catalogue import CATALOGUE, TEXT_CATALOGUE
 
     if name:
-        from reconbench.commands.attack_info import print_attack
+        from reconbench.cli.commands.attack_info import print_attack
 
         return print_attack(name)
 
@@ -210,7 +210,7 @@ def metrics() -> None:
     for m in METRICS.values():  # what to know beside the number (the SSIM convention, the accuracy caveat)
         if m.caveat:
             console.print(f"[bold]{escape(m.name)}[/]: {escape(m.caveat)}")
-    from reconbench.commands.listing import print_text_metrics
+    from reconbench.cli.commands.listing import print_text_metrics
 
     print_text_metrics()
 
@@ -227,10 +227,10 @@ def version() -> None:
 def _register_groups() -> None:
     import importlib
 
-    from reconbench.commands import MODULES
+    from reconbench.cli.commands import MODULES
 
     for name in MODULES:
-        importlib.import_module(f"reconbench.commands.{name}").register(app)
+        importlib.import_module(f"reconbench.cli.commands.{name}").register(app)
 
 
 _register_groups()

@@ -11,7 +11,7 @@ from typing import Optional
 
 import typer
 
-from reconbench.commands.weights import apply_offline, offline_option, weights_dir_option
+from reconbench.cli.commands.weights import apply_offline, offline_option, weights_dir_option
 from reconbench.core.console import console, escape, fail, invoked_as
 
 FORMATS = ("text", "markdown", "json")
