@@ -54,6 +54,9 @@ VALUE_RANGES = {
 }
 
 
+# The docstrings and descriptions below are the published schema (`recon-submit schema`): the module
+# names they cite are the names before the package layout moved them (core/moved.py resolves them),
+# so the schema stays byte-identical.
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True)
 
@@ -77,11 +80,11 @@ class AttackInfo(Strict):
     )
     source_sha256: Sha256 | None = Field(
         None, exclude_if=_absent,
-        description="bring-your-own attacks: sha256 of the attack/ source the entry ships (reconbench.core.attack_source)")
+        description="bring-your-own attacks: sha256 of the attack/ source the entry ships (reconbench.attack_source)")
 
 
 class SurrogateInfo(Strict):
-    """How a white-box attack ran in a black-box cell: the surrogate stolen first (reconbench.image.surrogate)."""
+    """How a white-box attack ran in a black-box cell: the surrogate stolen first (reconbench.surrogate)."""
 
     method: Literal["dfme", "aux"]
     architecture: Annotated[str, StringConstraints(max_length=80)]
@@ -165,7 +168,7 @@ def _utc(moment: datetime) -> datetime:
 
 
 class MembershipInfo(Strict):
-    """The membership gap of every metric (reconbench.image.metrics.membership): the reconstructions scored
+    """The membership gap of every metric (reconbench.metrics.membership): the reconstructions scored
     against the target set and against the track's holdout, with the same engine."""
 
     holdout_sha256: Sha256 = Field(description="content hash of the holdout the gaps were measured against")
