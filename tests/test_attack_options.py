@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from reconbench.image.attacks import ATTACKS, AttackError, load_attack
-from reconbench.image.attacks.options import BUDGETS, check_declaration, resolve_options
+from reconbench.core.attack_options import BUDGETS, check_declaration, resolve_options
 from reconbench.cli import app
 from reconbench.core.signing import generate_key
 

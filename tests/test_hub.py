@@ -1,4 +1,4 @@
-"""reconbench.image.hub against a real Hub-compatible server over a socket (tests/hubserver.py)."""
+"""reconbench.core.hub against a real Hub-compatible server over a socket (tests/hubserver.py)."""
 
 import hashlib
 import os
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from huggingface_hub import constants
 
-from reconbench.image.hub import HubError, download_pinned, download_snapshot, publish_folder
+from reconbench.core.hub import HubError, download_pinned, download_snapshot, publish_folder
 from reconbench.core.io import sha256_file
 
 REPO = "reconbench/target"
@@ -137,7 +137,7 @@ def test_offline_reuse_from_cache(hub_server, monkeypatch):
     assert download_snapshot(REPO, revision=rev, files={"model.bin": sha(DATA)}) == snap
     assert len(hub_server.requests) == n
     hub_server.stop()
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # after import: read at call time by reconbench.image.hub
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # after import: read at call time by reconbench.core.hub
     assert download_pinned(REPO, "model.bin", revision=rev, sha256=sha(DATA)) == first
     assert download_snapshot(REPO, revision=rev, files={"model.bin": sha(DATA)}) == snap
     with pytest.raises(HubError, match="HF_HUB_OFFLINE"):

@@ -16,7 +16,7 @@ ROOT = "reconbench"
 
 # What an attack may not reach: these lead to the target set (load_splits) or the evaluator's side.
 FORBIDDEN_FOR_ATTACKS = ("reconbench.core.tracks", "reconbench.image.track_files", "reconbench.image.data",
-                         "reconbench.image.hub", "reconbench.image.metrics", "reconbench.zoo", "reconbench.pipeline",
+                         "reconbench.core.hub", "reconbench.image.metrics", "reconbench.zoo", "reconbench.pipeline",
                          "reconbench.submissions")
 
 

@@ -124,7 +124,7 @@ def test_the_held_rule_holds_the_extraordinary_and_spares_the_reproduced(digits,
 def test_a_null_gap_that_misses_0_by_chance_is_not_held(tmp_path):
     """Uniform noise on test_site_hostile's board: SSIM gap +0.010, its interval from +0.0016, p 0.010,
     one of six tested gaps (four metrics, two mirrored). Held only if it stays below 0.01 after Bonferroni."""
-    from reconbench.image.metrics.report import GapResult
+    from reconbench.core.report import GapResult
 
     def gap(value, low, p):
         return GapResult(status="computed", vs_target=0.3, vs_holdout=0.3 - value, gap=value, low=low, high=value + 0.01, p=p)

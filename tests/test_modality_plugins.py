@@ -154,7 +154,7 @@ def test_an_attack_of_the_wrong_modality_is_refused_before_anything_runs(tmp_pat
     """The plug-in that owns the track decides which attacks it runs: a bring-your-own file on a text
     track, or a text attack's name on an image track, is refused with no result folder written."""
     import reconbench
-    from reconbench.image.attacks.errors import AttackError
+    from reconbench.core.attack_errors import AttackError
     from reconbench.core.signing import generate_key
     from reconbench.text.tracks import all_text_tracks
 

@@ -2,7 +2,7 @@
 of two means, so the relative tolerance of the metric applies to the means and, scaled by them, to
 the gap and each class's gap; a small gap must not be held to a relative tolerance of itself."""
 
-from reconbench.image.metrics.report import GapResult
+from reconbench.core.report import GapResult
 from reconbench.submissions.checks.rescore import TOLERANCES, compare_gap
 
 

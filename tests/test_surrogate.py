@@ -7,7 +7,7 @@ import torch
 from typer.testing import CliRunner
 
 from reconbench.image.attacks import Progress
-from reconbench.image.attacks.options import check_declaration
+from reconbench.core.attack_options import check_declaration
 from reconbench.cli import app
 from reconbench.image.knowledge import QueryFunction, build_knowledge
 from reconbench.image.models import build_model
@@ -67,7 +67,7 @@ def test_surrogate_methods_declare_valid_presets():
 
 def test_dfme_paper_preset_takes_the_svhn_scripts_lr_steps():
     """run_svhn_dfme.sh l.3 passes --steps 0.5 0.8 (train.py's default, CIFAR's run, is 0.1 0.3 0.5)."""
-    from reconbench.image.attacks.options import resolve_options
+    from reconbench.core.attack_options import resolve_options
     from reconbench.image.surrogate.dfme import DFME, milestones
 
     paper, default = resolve_options(DFME, "paper"), resolve_options(DFME, "default")

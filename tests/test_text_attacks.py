@@ -14,8 +14,8 @@ import pytest
 import torch
 
 from reconbench.image.attacks.base import Progress
-from reconbench.image.attacks.errors import AttackError
-from reconbench.image.queries import KnowledgeError, QueryBudgetExceeded
+from reconbench.core.attack_errors import AttackError
+from reconbench.core.queries import KnowledgeError, QueryBudgetExceeded
 from reconbench.core.scenario import Scenario
 from reconbench.text.attacks import TEXT_ATTACKS, TextReconstruction, enforce_one_per_id, load_text_attack
 from reconbench.text.items import TextItem, TextSet

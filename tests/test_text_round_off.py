@@ -34,7 +34,7 @@ def test_only_round_off_is_moved():
     assert within_range("similarity", -1.0000000001) == -1.0
     assert within_range("bleu", 0.37) == 0.37
     assert within_range("bleu", 1.01) == 1.01  # a bug, not round-off: the schema refuses it
-    from reconbench.image.metrics.report import MetricResult
+    from reconbench.core.report import MetricResult
     from reconbench.text.results import TextPayload
 
     with pytest.raises(ValueError, match="outside its range"):

@@ -136,7 +136,7 @@ def test_exact_recovery_of_its_own_targets_is_no_copy_but_holds_the_entry(board,
     """A public text identical to the reconstruction's own target is that target, not a copy of something
     else (nothing fails); but it is also what a forger who read the public target split submits, so the
     entry is held until reproduced (tests/test_text_reproduce.py lifts one), as exact image copies are."""
-    from reconbench.image.metrics.report import MetricResult
+    from reconbench.core.report import MetricResult
 
     perfect = {m: MetricResult(value=1.0, status="computed") for m in ("bleu", "rouge_l", "similarity", "exact_match")}
     board.texts(split.target, perfect)

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from hubserver import point_huggingface_hub_at, serving
 from reconbench.cli import app
-from reconbench.image.hub import HubError
+from reconbench.core.hub import HubError
 from reconbench.core.io import FileFormatError, sha256_file
 from reconbench.text import files
 from reconbench.text.finetune import TextOverrides, train_text_track

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from reconbench.image.metrics.report import MetricResult
+from reconbench.core.report import MetricResult
 from reconbench.image.results import Provenance, TargetIdentity, make_entry_id
 from reconbench.core.signing import load_private_key
 from reconbench.text.items import TextItem

@@ -83,7 +83,7 @@ class Escape(Attack):
             return out
 
         attempt("closures", closures)
-        attempt("sys.modules registry", lambda: [m for m in ("reconbench.core.tracks", "reconbench.image.hub", "reconbench.zoo",
+        attempt("sys.modules registry", lambda: [m for m in ("reconbench.core.tracks", "reconbench.core.hub", "reconbench.zoo",
                                                               "reconbench.image.data.digits", "reconbench.pipeline.evaluation",
                                                               "huggingface_hub", "reconbench.image.metrics") if m in sys.modules])
         attempt("import reconbench.core.tracks", lambda: importlib.import_module("reconbench.core.tracks").load_target_model)

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from reconbench.image.attacks.base import Attack, Progress, Reconstruction
     from reconbench.pipeline.evaluation import EvaluationOutput
-    from reconbench.image.metrics.report import ScoreReport
+    from reconbench.core.report import ScoreReport
     from reconbench.modalities import Modality
 
 DEFAULT_TRACK = "digits"

@@ -13,8 +13,8 @@ from types import TracebackType
 
 # module -> error classes that mean "the user's input is wrong" (print the message, no traceback).
 USER_ERROR_CLASSES: dict[str, tuple[str, ...]] = {
-    "reconbench.image.attacks.errors": ("AttackError",),
-    "reconbench.image.hub": ("HubError",),
+    "reconbench.core.attack_errors": ("AttackError",),
+    "reconbench.core.hub": ("HubError",),
     "reconbench.core.io": ("FileFormatError",),
     "reconbench.image.knowledge": ("KnowledgeError",),
     "reconbench.image.results": ("ResultError",),

@@ -16,23 +16,27 @@ import importlib.abc
 import importlib.util
 import sys
 
-# old prefix -> new prefix; a prefix covers its submodules ("reconbench.attacks.mi_face").
+# old prefix -> new prefix; a prefix covers its submodules ("reconbench.attacks.mi_face"), and the
+# longest matching prefix wins (reconbench.attacks.errors went to core/, the other attacks to image/).
 MOVED: dict[str, str] = {
     **{f"reconbench.{m}": f"reconbench.core.{m}" for m in (
-        "errors", "io", "cache", "threads", "signing", "scenario", "tracks", "catalogue", "console", "attack_source")},
+        "errors", "io", "cache", "threads", "signing", "scenario", "tracks", "catalogue", "console", "attack_source",
+        "hub", "queries")},
     **{f"reconbench.{m}": f"reconbench.pipeline.{m}" for m in ("evaluation", "preflight", "isolation")},
     **{f"reconbench.{m}": f"reconbench.image.{m}" for m in (
-        "knowledge", "track_files", "results", "hub", "dynamic", "queries", "attacks", "metrics", "models", "data",
-        "surrogate")},
+        "knowledge", "track_files", "results", "dynamic", "attacks", "metrics", "models", "data", "surrogate")},
+    "reconbench.attacks.errors": "reconbench.core.attack_errors",
+    "reconbench.attacks.options": "reconbench.core.attack_options",
+    "reconbench.metrics.report": "reconbench.core.report",
     "reconbench.commands": "reconbench.cli.commands",
 }
 
 
 def new_name(name: str) -> str | None:
     """Where an old module name lives now, or None when it did not move."""
-    for old, new in MOVED.items():
+    for old in sorted(MOVED, key=len, reverse=True):
         if name == old or name.startswith(old + "."):
-            return new + name[len(old):]
+            return MOVED[old] + name[len(old):]
     return None
 
 

@@ -44,7 +44,7 @@ from torch import nn
 from typing import TYPE_CHECKING
 
 from reconbench.image.data.arrays import ArraySet, TrackSplits
-from reconbench.image.queries import KnowledgeError, LinkedQueryFunction, QueryFunction
+from reconbench.core.queries import KnowledgeError, LinkedQueryFunction, QueryFunction
 from reconbench.core.scenario import Scenario
 
 if TYPE_CHECKING:  # the registry is the evaluator's; this module only reads the track it is given

@@ -25,7 +25,7 @@ from torch import nn
 from reconbench.image.data.arrays import ArraySet
 from reconbench.image.dynamic import UPDATE_RECIPE, UpdateRecipe, update_view
 from reconbench.image.models.training import TrainConfig
-from reconbench.image.queries import DEFAULT_QUERY_BUDGET, KnowledgeError, LinkedQueryFunction, QueryBudgetExceeded, QueryFunction
+from reconbench.core.queries import DEFAULT_QUERY_BUDGET, KnowledgeError, LinkedQueryFunction, QueryBudgetExceeded, QueryFunction
 from reconbench.core.scenario import Scenario
 
 if TYPE_CHECKING:

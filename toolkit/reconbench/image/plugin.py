@@ -86,7 +86,7 @@ def _require_importable(cls: type) -> None:
     import ast
     import sys
 
-    from reconbench.image.attacks.errors import AttackError
+    from reconbench.core.attack_errors import AttackError
 
     where = "see the site page \"Use from Python\", site/python.md"
     if not has_source_file(cls):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from reconbench.image.hub import HubError, download_pinned
+from reconbench.core.hub import HubError, download_pinned
 from reconbench.core.io import sha256_file
 from reconbench.core.io import atomic_dir
 from reconbench.image.results import RECONSTRUCTIONS_FILE, RESULT_FILE, HubReference, ResultFile, Signature

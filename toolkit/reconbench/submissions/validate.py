@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from reconbench.image.metrics.membership import Gap
-from reconbench.image.metrics.report import GapResult
+from reconbench.core.report import GapResult
 from reconbench.modalities import for_result
 
 from reconbench.image.results import ResultFile

@@ -161,7 +161,7 @@ def job_hours(job, flops_cache: dict) -> float | None:
         phases = list(PHASES[cls.name](config, track, n, flops))
         surrogate = getattr(job, "surrogate", None)
         if surrogate == "dfme":
-            from reconbench.image.attacks.options import resolve_options
+            from reconbench.core.attack_options import resolve_options
             from reconbench.image.surrogate.dfme import DFME
 
             phases += dfme_phases(resolve_options(DFME, job.budget or "default"), flops)

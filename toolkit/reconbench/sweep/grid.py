@@ -45,7 +45,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from reconbench.image.attacks.options import BUDGETS
+from reconbench.core.attack_options import BUDGETS
 
 
 

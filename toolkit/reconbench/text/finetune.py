@@ -48,7 +48,7 @@ class TextOverrides:
 
 def fetch_base(base: dict) -> tuple[Path, dict]:
     """(local folder, resolved pin) of a base model: commit resolved, every file hash-checked or recorded."""
-    from reconbench.image.hub import download_at_commit, resolve_commit
+    from reconbench.core.hub import download_at_commit, resolve_commit
 
     commit = resolve_commit(base["repo"], revision=base["revision"] or "main")
     files, root = {}, None

@@ -1,6 +1,6 @@
 """Pinned downloads of a published text track (text/files.py calls these for `source.kind == "hub"`).
 
-Every file is fetched through reconbench.image.hub at the commit the registry pins and checked against
+Every file is fetched through reconbench.core.hub at the commit the registry pins and checked against
 its sha256 before use; once cached, nothing touches the network again. Only the parts asked for are
 fetched: the knowledge view asks for aux (Vec2Text) or nothing (Complete) plus one model, scoring
 asks for the target split; the target split is never fetched for an attacker's view.
@@ -20,7 +20,7 @@ import re
 from collections.abc import Collection
 from pathlib import Path
 
-from reconbench.image.hub import download_pinned
+from reconbench.core.hub import download_pinned
 from reconbench.text.items import TextSet
 from reconbench.text.tracks import Role, TextHubSource, TextTrack
 from reconbench.core.tracks import TrackError

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 
-from reconbench.image.queries import DEFAULT_QUERY_BUDGET, KnowledgeError, QueryBudgetExceeded
+from reconbench.core.queries import DEFAULT_QUERY_BUDGET, KnowledgeError, QueryBudgetExceeded
 from reconbench.core.scenario import Scenario
 from reconbench.text.items import TextSet
 

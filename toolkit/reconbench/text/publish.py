@@ -54,7 +54,7 @@ def _stage(folder: Path, files: dict[str, Path], texts: dict[str, str]) -> None:
 def publish_text_track(track_id: str, org: str, *, model_dir: Path, data_dir: Path, registry: Path | None = None,
                        token: str | None = None, endpoint: str | None = None) -> dict:
     """Upload the track's data and both models, then pin them in `registry`; returns the registry row."""
-    from reconbench.image.hub import publish_folder
+    from reconbench.core.hub import publish_folder
     from reconbench.text.cards import text_dataset_card, text_model_card
     from reconbench.text.tracks import TextRegistry, text_registry_path
     from reconbench.zoo.registry_file import upsert_track

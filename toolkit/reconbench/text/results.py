@@ -22,7 +22,7 @@ from typing import Annotated, Literal
 from pydantic import Field, StringConstraints, ValidationError, field_validator
 
 from reconbench.core.io import atomic_dir, sha256_file
-from reconbench.image.metrics.report import MetricResult
+from reconbench.core.report import MetricResult
 from reconbench.image.results import (
     NOTE_MAX,
     RESULT_FILE,

@@ -61,7 +61,7 @@ def fetch_source(spec: TextDatasetSpec, source: Path | None, revision: str | Non
                 raise FileFormatError(f"{p}: not found (--source must hold {', '.join(files)} as in {spec.repo})")
         return paths, {"repo": spec.repo, "revision": None, "local_copy": True,
                        "files": {f: sha256_file(p) for f, p in paths.items()}}
-    from reconbench.image.hub import download_at_commit, resolve_commit
+    from reconbench.core.hub import download_at_commit, resolve_commit
 
     commit = resolve_commit(spec.repo, revision=revision or spec.revision or "main", repo_type="dataset")
     paths, hashes = {}, {}

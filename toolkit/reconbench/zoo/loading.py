@@ -1,6 +1,6 @@
 """Pinned downloads of a published zoo track (tracks.py calls these for `"kind": "hub"` sources).
 
-Each file is fetched through reconbench.image.hub at the commit the registry pins and checked against
+Each file is fetched through reconbench.core.hub at the commit the registry pins and checked against
 its sha256 before use; once cached, nothing touches the network again. Only the parts asked for
 are fetched: the knowledge view asks for the model and the auxiliary split its scenario allows,
 scoring asks for the target (or update) set; the target set is never fetched for an attack.
@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from reconbench.image.data.arrays import ArraySet, TrackSplits
-from reconbench.image.hub import download_pinned
+from reconbench.core.hub import download_pinned
 from reconbench.core.io import load_arrays
 from reconbench.core.tracks import HubSource, Track, TrackError
 

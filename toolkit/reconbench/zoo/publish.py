@@ -17,7 +17,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from reconbench.image.hub import publish_folder
+from reconbench.core.hub import publish_folder
 from reconbench.core.io import sha256_file
 from reconbench.zoo import ZooError
 from reconbench.zoo.cards import dataset_card, model_card

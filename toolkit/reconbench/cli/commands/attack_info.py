@@ -10,7 +10,7 @@ from reconbench.core.console import console, fail
 
 def attack_details(spec: str) -> dict:
     """Everything `attacks NAME` prints, as data (also usable from Python)."""
-    from reconbench.image.attacks.options import BUDGETS, check_declaration, describe_options, resolve_options
+    from reconbench.core.attack_options import BUDGETS, check_declaration, describe_options, resolve_options
     from reconbench.modalities import for_attack
 
     cls = for_attack(spec).load_attack(spec)  # a text attack is registered-only: its name; an image one, a file too

@@ -23,7 +23,7 @@ def offline_option():
 
 
 def apply_offline(offline: bool) -> None:
-    if offline:  # read by reconbench.image.metrics.weights.downloads_allowed and reconbench.image.hub
+    if offline:  # read by reconbench.image.metrics.weights.downloads_allowed and reconbench.core.hub
         os.environ["HF_HUB_OFFLINE"] = "1"
 
 

@@ -23,7 +23,7 @@ def _target_dir(track: str) -> Path:
 
 
 def _errors():
-    from reconbench.image.hub import HubError
+    from reconbench.core.hub import HubError
     from reconbench.core.io import FileFormatError
     from reconbench.core.tracks import TrackError
 

@@ -15,7 +15,7 @@ from reconbench.image.attacks.deep_leakage import DeepLeakage
 from reconbench.image.attacks.inv_alignment import InvAlignment
 from reconbench.image.attacks.kedmi import KEDMI
 from reconbench.image.attacks.mi_face import MIFace
-from reconbench.image.attacks.options import AttackOptions, check_declaration
+from reconbench.core.attack_options import AttackOptions, check_declaration
 from reconbench.image.attacks.plg_mi import PLGMI
 from reconbench.image.attacks.revealer import Revealer
 from reconbench.image.attacks.updates_leak import UpdatesLeak

@@ -11,8 +11,8 @@ from typing import Any, ClassVar, Literal
 
 import torch
 
-from reconbench.image.attacks.errors import AttackError
-from reconbench.image.attacks.options import BUDGETS, AttackOptions, Auto, Budget, PositiveInt, resolve_options
+from reconbench.core.attack_errors import AttackError
+from reconbench.core.attack_options import BUDGETS, AttackOptions, Auto, Budget, PositiveInt, resolve_options
 from reconbench.image.knowledge import Knowledge
 
 Family = Literal["optimization", "training", "analysis"]

@@ -124,7 +124,7 @@ def decode_parquet(path: Path) -> ArraySet:
 def from_hub(repo: str | None = None, revision: str | None = None,
              files: dict[str, tuple[str, str]] | None = None) -> dict[str, ArraySet]:
     """{'train', 'test'} from the Hub's parquet files, downloaded pinned (or read from the cache)."""
-    from reconbench.image.hub import download_pinned
+    from reconbench.core.hub import download_pinned
 
     repo, revision = repo or HUB_REPO, revision or HUB_REVISION
     return {split: decode_parquet(download_pinned(repo, name, revision=revision, sha256=sha, repo_type="dataset"))
@@ -153,7 +153,7 @@ def fashion_mnist() -> dict[str, ArraySet]:
     folder = source_folder()
     if folder is not None:
         return _checked(from_idx_folder(folder), str(folder))
-    from reconbench.image.hub import HubError
+    from reconbench.core.hub import HubError
 
     try:
         return _checked(from_hub(), f"{HUB_REPO}@{HUB_REVISION[:7]}")

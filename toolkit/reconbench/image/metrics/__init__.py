@@ -13,7 +13,7 @@ backbones), info.py (METRICS table).
 """
 
 from .info import METRICS, MetricInfo
-from .report import GapResult, MetricResult, ScoreReport
+from reconbench.core.report import GapResult, MetricResult, ScoreReport
 
 import sys as _sys
 import types as _types

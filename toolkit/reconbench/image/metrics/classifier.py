@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .report import MetricResult
+from reconbench.core.report import MetricResult
 
 NAMES = ("acc_top1", "acc_top5", "knn_dist")
 TOP_K = 5
@@ -127,14 +127,14 @@ def track_evaluator(track, spec=None) -> tuple[Evaluator | None, str | None]:
         return None, f"track '{track.id}' has no evaluation model"
     key = (track.id, spec.file, spec.sha256)
     if key not in _LOADED:
-        from reconbench.image.hub import HubError
+        from reconbench.core.hub import HubError
         from reconbench.core.io import FileFormatError, sha256_file
         from reconbench.image.models import load_model
         from reconbench.image.track_files import embedded_file
 
         try:
             if track.source is not None and track.source.kind == "hub":  # published with the zoo's target
-                from reconbench.image.hub import download_pinned
+                from reconbench.core.hub import download_pinned
 
                 path = download_pinned(track.source.model_repo, spec.file, revision=track.source.model_revision,
                                        sha256=spec.sha256, repo_type="model")

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from .feature_cache import cached_features
-from .report import MetricResult
+from reconbench.core.report import MetricResult
 
 def gaussian_stats(features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     f = np.asarray(features, dtype=np.float64)

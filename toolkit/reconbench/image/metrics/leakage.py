@@ -111,7 +111,7 @@ NO_POOL = ("no reconstruction is labelled with a class that the target and holdo
 
 def _result(gap: Gap | None):
     """The published GapResult of a membership_gap answer (None: no pool, so not applicable)."""
-    from .report import GapResult
+    from reconbench.core.report import GapResult
 
     return GapResult.of(gap) if gap is not None else GapResult.not_applicable(NO_POOL)
 
@@ -124,7 +124,7 @@ def membership_report(metrics, rec, rec_y, tar, tar_y, hold, hold_y, *, device: 
 
     A metric that was not computed against the targets is not computed against the holdout either."""
     from .pixel import MSEKernel
-    from .report import GapResult
+    from reconbench.core.report import GapResult
     from .ssim import SSIMKernel
 
     ry, ty, hy = (np.asarray(y.numpy() if hasattr(y, "numpy") else y, dtype=np.int64) for y in (rec_y, tar_y, hold_y))
@@ -163,7 +163,7 @@ def dataset_level_gaps(extractor, rec, tar, hold, device, cache_dir) -> dict:
     pairing to permute cheaply: each permutation would need two Frechet distances of 2048-d features)."""
     from .fid import fid_result, inception_features
     from .prdc import prdc_results
-    from .report import GapResult
+    from reconbench.core.report import GapResult
 
     rec_f, tar_f, _ = inception_features(extractor, rec, tar, cache_dir)
     _, hold_f, _ = inception_features(extractor, rec, hold, cache_dir)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .report import MetricResult
+from reconbench.core.report import MetricResult
 
 K = 5
 NAMES = ("prdc_precision", "prdc_recall", "prdc_density", "prdc_coverage")

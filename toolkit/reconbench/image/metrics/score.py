@@ -33,7 +33,7 @@ from .pairwise import Budget, Nearest, nearest_same_class
 from .pixel import MSEKernel, psnr_from_mse
 from .prdc import NAMES as PRDC_NAMES
 from .prdc import prdc_results
-from .report import MetricResult, ScoreReport
+from reconbench.core.report import MetricResult, ScoreReport
 from .ssim import RADIUS, SIGMA, SSIMKernel
 from .weights import candidate_paths, downloads_allowed, hub_checkpoint_dir, missing_note, pinned, weights_cache_dir
 

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from reconbench.image.attacks.base import Attack, AttackError, Progress
-from reconbench.image.attacks.options import resolve_options
+from reconbench.core.attack_options import resolve_options
 from reconbench.image.knowledge import Knowledge, KnowledgeError, QueryFunction, check_attack_fits
 from reconbench.image.models import build_model
 from reconbench.core.scenario import Scenario

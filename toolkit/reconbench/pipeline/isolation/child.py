@@ -31,7 +31,7 @@ class RemoteQuery:
         import numpy as np
         import torch
 
-        from reconbench.image.queries import KnowledgeError, QueryBudgetExceeded, check_query_shape
+        from reconbench.core.queries import KnowledgeError, QueryBudgetExceeded, check_query_shape
 
         check_query_shape(tuple(x.shape), self._input_shape)
         protocol.send(self._conn, {"op": "query", "view": self._view}, np.asarray(x.detach().float().cpu().numpy(), np.float32))
@@ -43,7 +43,7 @@ class RemoteQuery:
         return torch.from_numpy(arrays[0].copy()).to(x.device if x.device.type != "meta" else "cpu")
 
     def __getattr__(self, name: str):
-        from reconbench.image.queries import KnowledgeError
+        from reconbench.core.queries import KnowledgeError
 
         raise KnowledgeError(f"black-box access gives output probabilities only, not '{name}'")
 

@@ -21,7 +21,7 @@ from pathlib import Path
 # The evaluator's modules, as files of the package (an audit hook sees a module's file being opened,
 # which is how an import of a source module shows itself): folders whole, and single modules.
 BLOCKED_FOLDERS = ("zoo", "image/metrics", "submissions", "cli", "leaderboard", "reproduction", "sweep")
-BLOCKED_MODULES = ("core/tracks", "image/hub", "pipeline/evaluation", "core/signing", "image/data/digits",
+BLOCKED_MODULES = ("core/tracks", "core/hub", "pipeline/evaluation", "core/signing", "image/data/digits",
                    "image/models/embedded", "image/models/memorization", "pipeline/isolation/parent")
 BLOCKED_PACKAGES = ("huggingface_hub",)  # installed packages that fetch from the Hub
 BLOCKED_EVENTS = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.startfile",
@@ -130,7 +130,7 @@ def install(parent_pid: int, hub_paths: list[str]) -> None:
         elif event == "ctypes.dlsym" and len(args) > 1 and str(args[1]) in BLOCKED_SYMBOLS:
             raise GuardError(f"the attack's process may not call '{args[1]}' through ctypes")
 
-    loaded = [m for m in sys.modules if m.startswith(("reconbench.core.tracks", "reconbench.image.hub", "huggingface_hub"))]
+    loaded = [m for m in sys.modules if m.startswith(("reconbench.core.tracks", "reconbench.core.hub", "huggingface_hub"))]
     if loaded:  # the guards come too late if these are already here
         raise GuardError(f"the attack's process loaded {', '.join(loaded)} before its guards")
     sys.addaudithook(hook)

@@ -35,7 +35,7 @@ from reconbench.core.attack_source import attack_source, copy_source
 from reconbench.pipeline.isolation import protocol, sandbox, seccomp
 from reconbench.pipeline.isolation.child import to_device
 from reconbench.image.knowledge import Knowledge
-from reconbench.image.queries import KnowledgeError, QueryBudgetExceeded, QueryFunction
+from reconbench.core.queries import KnowledgeError, QueryBudgetExceeded, QueryFunction
 
 MAX_BARS = 32  # progress bars one attack may have open at once
 EXIT_GRACE_S = 5  # after its result, how long the attack's process may take to exit before it is killed

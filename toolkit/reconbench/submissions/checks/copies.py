@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from reconbench.submissions.checks.base import Check, CheckFailed, Context
-from reconbench.image.hub import HubError
+from reconbench.core.hub import HubError
 from reconbench.core.io import FileFormatError
 from reconbench.core.tracks import Track, TrackError
 from reconbench.image.track_files import load_splits, public_pool

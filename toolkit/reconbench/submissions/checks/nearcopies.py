@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from reconbench.image.hub import HubError
+from reconbench.core.hub import HubError
 from reconbench.core.io import FileFormatError
 from reconbench.submissions.checks.base import Check, Context
 from reconbench.submissions.nearcopy import HELD_SHARE, public_space

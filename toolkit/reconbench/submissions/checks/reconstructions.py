@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from reconbench.image.hub import HubError, download_pinned
+from reconbench.core.hub import HubError, download_pinned
 from reconbench.core.io import FileFormatError, load_arrays
 from reconbench.image.results import RECONSTRUCTIONS_FILE
 from reconbench.submissions.checks.base import Check, CheckFailed, Context, require_signed_sha256

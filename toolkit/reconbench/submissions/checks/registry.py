@@ -47,7 +47,7 @@ def registered_with_source(attack, cls) -> str:
 def _surrogate_problem(track, surrogate) -> str | None:
     """A surrogate block describes what the toolkit's stealing route does: that method, the track's
     public architecture (the only student it trains), and options the method declares."""
-    from reconbench.image.attacks.options import OptionsError, resolve_options
+    from reconbench.core.attack_options import OptionsError, resolve_options
     from reconbench.image.surrogate.route import SURROGATES
 
     if surrogate.method not in SURROGATES:  # the schema's Literal already refuses others

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from reconbench.image.metrics import MetricResult, score
 from reconbench.submissions.checks.base import Check, Context
-from reconbench.image.hub import HubError
+from reconbench.core.hub import HubError
 from reconbench.core.io import FileFormatError
 from reconbench.core.tracks import TrackError
 from reconbench.image.track_files import load_splits, track_holdout

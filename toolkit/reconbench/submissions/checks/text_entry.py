@@ -52,7 +52,7 @@ def _attack_problem(payload, scenario: Scenario) -> str | None:
 
 
 def registry(ctx: Context) -> list[Check]:
-    from reconbench.image.hub import HubError
+    from reconbench.core.hub import HubError
     from reconbench.core.io import FileFormatError
     from reconbench.text.files import load_text_splits, model_sha256
     from reconbench.text.tracks import get_text_track

@@ -7,8 +7,8 @@ import transformers (the attacks import it when they run).
 
 from __future__ import annotations
 
-from reconbench.image.attacks.errors import AttackError
-from reconbench.image.attacks.options import check_declaration
+from reconbench.core.attack_errors import AttackError
+from reconbench.core.attack_options import check_declaration
 from reconbench.text.attacks.base import TextAttack, TextReconstruction, enforce_one_per_id
 from reconbench.text.attacks.complete import Complete
 from reconbench.text.attacks.vec2text import Vec2Text

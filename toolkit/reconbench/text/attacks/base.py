@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from reconbench.image.attacks.base import Attack, Progress
-from reconbench.image.attacks.errors import AttackError
-from reconbench.image.attacks.options import AttackOptions, Budget, resolve_options
+from reconbench.core.attack_errors import AttackError
+from reconbench.core.attack_options import AttackOptions, Budget, resolve_options
 from reconbench.text.items import TextItem
 
 # Complete extracts memorised text by prompting (Carlini et al. 2021); Vec2Text trains an inverter
@@ -58,7 +58,7 @@ def enforce_one_per_id(rec: object, target_ids: tuple[str, ...] | list[str]) -> 
 class TextAttack(ABC):
     """Subclass, set the class attributes, declare Options (and presets), implement `run`.
 
-    Options and presets work as for image attacks (reconbench.image.attacks.options): `Complete(budget="quick",
+    Options and presets work as for image attacks (reconbench.core.attack_options): `Complete(budget="quick",
     max_new_tokens=32)` validates the defaults, then the preset, then the overrides.
     """
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from pydantic import Field
 
 from reconbench.image.attacks.base import Progress
-from reconbench.image.attacks.errors import AttackError
-from reconbench.image.attacks.options import AttackOptions
+from reconbench.core.attack_errors import AttackError
+from reconbench.core.attack_options import AttackOptions
 from reconbench.text.attacks.base import TextAttack, TextReconstruction
 from reconbench.text.items import TextItem
 

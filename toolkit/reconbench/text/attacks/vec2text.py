@@ -28,8 +28,8 @@ import torch
 from pydantic import Field
 
 from reconbench.image.attacks.base import Progress
-from reconbench.image.attacks.errors import AttackError
-from reconbench.image.attacks.options import AttackOptions
+from reconbench.core.attack_errors import AttackError
+from reconbench.core.attack_options import AttackOptions
 from reconbench.text.attacks.base import TextAttack, TextReconstruction
 from reconbench.text.attacks.v2t_models import CorrectorModel, InversionModel, encode_labels, new_t5, train_bpe
 from reconbench.text.attacks.v2t_training import fit

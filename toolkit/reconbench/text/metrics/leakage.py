@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from reconbench.image.metrics.membership import Group, membership_gap
-from reconbench.image.metrics.report import GapResult
+from reconbench.core.report import GapResult
 
 from .pairs import bleu_matrix, exact_matrix, rouge_l_matrix, similarity_matrix
 

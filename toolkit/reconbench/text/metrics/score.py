@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from reconbench.image.metrics.report import MetricResult
+from reconbench.core.report import MetricResult
 
 from .bleu import corpus_bleu
 from .exact import exact_match_rate

@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
-from reconbench.image.attacks.errors import AttackError
+from reconbench.core.attack_errors import AttackError
 
 BUDGETS = ("quick", "default", "paper")
 Budget = Literal["quick", "default", "paper"]
