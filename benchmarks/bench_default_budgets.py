@@ -37,7 +37,7 @@ sys.path.insert(0, str(REPO / "toolkit"))
 import torch  # noqa: E402
 
 from reconbench.image.attacks import Progress  # noqa: E402
-from reconbench.pipeline.evaluation import attack_run  # noqa: E402
+from reconbench.image.evaluation import attack_run  # noqa: E402
 from reconbench.sweep.grid import load_grid  # noqa: E402
 from reconbench.core.tracks import get_track  # noqa: E402
 

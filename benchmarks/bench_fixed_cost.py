@@ -36,7 +36,7 @@ IN_PROCESS = """
 import sys, torch
 from pathlib import Path
 from reconbench.image.attacks import Progress
-from reconbench.pipeline.evaluation import attack_run
+from reconbench.image.evaluation import attack_run
 from reconbench.image.metrics import score
 from reconbench.core.tracks import get_track
 from reconbench.image.track_files import load_splits

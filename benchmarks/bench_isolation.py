@@ -47,7 +47,7 @@ def cpu_seconds() -> float:
 
 def run_once(attack: str, budget: str, mode: str):
     from reconbench.image.attacks import Progress
-    from reconbench.pipeline.evaluation import attack_run
+    from reconbench.image.evaluation import attack_run
     from reconbench.core.tracks import get_track
 
     if mode != "in-process":

@@ -44,7 +44,7 @@ def run(attack: str, budget: str, seed: int, runs: Path | None = None) -> np.nda
 
 def _run(attack: str, budget: str, seed: int) -> np.ndarray:
     from reconbench.image.attacks import Progress
-    from reconbench.pipeline.evaluation import attack_run
+    from reconbench.image.evaluation import attack_run
     from reconbench.core.tracks import get_track
 
     out = attack_run(get_track("digits"), attack, None, config={}, seed=seed, device=torch.device("cpu"),

@@ -96,7 +96,7 @@ def row_fid(device: str, dry: bool) -> str:
 def _attack_seconds_per_iteration(name: str, device: str, config: dict, budget: str = "default") -> str:
     """The attack as `evaluate` runs it (its own process, reconbench.pipeline.isolation); the time includes that start."""
     from reconbench.image.attacks import Progress
-    from reconbench.pipeline.evaluation import attack_run
+    from reconbench.image.evaluation import attack_run
     from reconbench.core.tracks import get_track
 
     run, seconds = timed(device, lambda: attack_run(get_track("digits"), name, None, config=config, seed=0,

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from reconbench.image.attacks import ATTACKS, AttackError
 from reconbench.cli import parse_overrides
-from reconbench.pipeline.evaluation import choose_scenario, evaluate
+from reconbench.image.evaluation import choose_scenario, evaluate
 from reconbench.image.results import RESULT_FILE, ResultError
 from reconbench.text.results import parse_any_result as parse_result_json  # image or text entries
 from reconbench.text.tracks import get_text_track, is_text_track

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from reconbench.pipeline.evaluation import evaluate
+from reconbench.image.evaluation import evaluate
 from reconbench.core.io import save_arrays
 from reconbench.image.results import RECONSTRUCTIONS_FILE, RESULT_FILE, ResultFile, Signature, load_reconstructions
 from reconbench.core.signing import generate_key, load_private_key, sign_payload

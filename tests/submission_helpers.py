@@ -32,7 +32,7 @@ def base(tmp_path_factory) -> Base:
     """Evaluate once per session (mi-face runs in seconds), then reuse."""
     global _BASE
     if _BASE is None:
-        from reconbench.pipeline.evaluation import evaluate
+        from reconbench.image.evaluation import evaluate
         from reconbench.submissions.submit import submit_result
 
         home = tmp_path_factory.mktemp("submission-base")

@@ -12,7 +12,7 @@ from torch import nn
 from reconbench.image.attacks import ATTACKS, Progress
 from reconbench.image.data.arrays import ArraySet
 from reconbench.image.dynamic import GRADIENT_BATCH_SIZE, LinkedQueryFunction, ObservedGradients
-from reconbench.pipeline.evaluation import evaluate, run_attack
+from reconbench.image.evaluation import evaluate, run_attack
 from reconbench.image.knowledge import KnowledgeError, QueryBudgetExceeded, QueryFunction, build_knowledge, check_attack_fits
 from reconbench.core.scenario import Scenario
 from reconbench.core.signing import generate_key

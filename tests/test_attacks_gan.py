@@ -170,7 +170,7 @@ def test_prior_is_cached_keyed_by_seed_and_a_bad_cache_file_is_retrained():
 
 
 def test_evaluate_records_the_prior_in_the_signed_provenance(tmp_path, signing_key):
-    from reconbench.pipeline.evaluation import evaluate
+    from reconbench.image.evaluation import evaluate
     from reconbench.image.results import verify_result_dir
 
     out = evaluate(track_id="digits", attack_spec="kedmi", seed=3, out=tmp_path / "r", key_path=signing_key,

@@ -14,7 +14,7 @@ import pytest
 
 from cli_process import TOOLKIT
 
-HEAVY = ("torch", "torchvision", "reconbench.image.attacks", "reconbench.pipeline.evaluation", "reconbench.image.knowledge", "huggingface_hub")
+HEAVY = ("torch", "torchvision", "reconbench.image.attacks", "reconbench.image.evaluation", "reconbench.image.knowledge", "huggingface_hub")
 
 
 @pytest.mark.parametrize("command", [["--help"], ["tracks"], ["attacks"], ["metrics"], ["schema"], ["version"], ["evaluate", "--help"]])
@@ -35,7 +35,7 @@ def test_scoring_and_the_digits_track_load_no_backbone_libraries(tmp_path):
     imported only when a backbone's weights are there to use, or never (digits come from the CSV)."""
     report = tmp_path / "modules.txt"
     probe = ("import sys, numpy as np; from reconbench.image.data.digits import digits_splits; "
-             "from reconbench.image.metrics import score; from reconbench.pipeline.evaluation import evaluate; "
+             "from reconbench.image.metrics import score; from reconbench.image.evaluation import evaluate; "
              "s = digits_splits(); r = score(s.target.images[:20], s.target.labels[:20], s.target.images, s.target.labels); "
              "assert r.metrics['ssim'].status == 'computed' and r.metrics['fid'].status == 'not_computed'; "
              f"open({str(report)!r}, 'w').write('\\n'.join(sys.modules))")

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from reconbench.image.attacks import AttackError, Progress
-from reconbench.pipeline.evaluation import attack_run
+from reconbench.image.evaluation import attack_run
 from reconbench.pipeline.isolation import protocol
 from reconbench.image.knowledge import KnowledgeError
 from reconbench.core.tracks import get_track
@@ -167,7 +167,7 @@ import sys, json
 from pathlib import Path
 from reconbench.pipeline.isolation import parent
 from reconbench.core.signing import generate_key
-import reconbench.pipeline.evaluation as ev
+import reconbench.image.evaluation as ev
 seen = {}
 run = parent.AttackProcess.run
 def snapshot(self, *a, **k):  # the attack's process is started and about to get its view

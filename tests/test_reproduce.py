@@ -106,7 +106,7 @@ def test_a_record_must_be_signed_by_a_listed_reproducer_and_be_for_this_entry(bo
 
 
 def test_bring_your_own_source_is_signed_shipped_and_a_swap_is_caught(board, tmp_path):
-    from reconbench.pipeline.evaluation import evaluate
+    from reconbench.image.evaluation import evaluate
     from reconbench.submissions.submit import submit_result
 
     mine = tmp_path / "mine"

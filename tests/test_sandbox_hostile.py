@@ -33,7 +33,7 @@ import pytest
 import torch
 
 from reconbench.image.attacks import AttackError, Progress
-from reconbench.pipeline.evaluation import attack_run, evaluate
+from reconbench.image.evaluation import attack_run, evaluate
 from reconbench.pipeline.isolation import mounts, sandbox
 from reconbench.pipeline.isolation.sandbox import SandboxError
 from reconbench.image.results import verify_result_dir

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from reconbench.pipeline.evaluation import evaluate
+from reconbench.image.evaluation import evaluate
 from reconbench.core.tracks import all_tracks
 from site_entries import NO_WEIGHTS, build_site, local_server, make_key, submit_entry
 

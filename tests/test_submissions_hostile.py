@@ -435,7 +435,7 @@ def test_the_same_teams_runs_at_other_settings_may_share_images(board):
 
 def test_honest_seeds_of_one_configuration_pass(board, tmp_path):
     """Two real runs of MI-Face from a seeded uniform start: independent seeds, one group of two."""
-    from reconbench.pipeline.evaluation import evaluate
+    from reconbench.image.evaluation import evaluate
     from reconbench.submissions.submit import submit_result
 
     entries = []

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from hubserver import point_huggingface_hub_at
 from reconbench.cli import app
-from reconbench.pipeline.evaluation import evaluate
+from reconbench.image.evaluation import evaluate
 from reconbench.core.hub import HubError
 from reconbench.core.io import sha256_file
 from reconbench.image.knowledge import build_knowledge

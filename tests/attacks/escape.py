@@ -84,7 +84,7 @@ class Escape(Attack):
 
         attempt("closures", closures)
         attempt("sys.modules registry", lambda: [m for m in ("reconbench.core.tracks", "reconbench.core.hub", "reconbench.zoo",
-                                                              "reconbench.image.data.digits", "reconbench.pipeline.evaluation",
+                                                              "reconbench.image.data.digits", "reconbench.image.evaluation",
                                                               "huggingface_hub", "reconbench.image.metrics") if m in sys.modules])
         attempt("import reconbench.core.tracks", lambda: importlib.import_module("reconbench.core.tracks").load_target_model)
         attempt("import reconbench.image.data.digits", lambda: importlib.import_module("reconbench.image.data.digits").digits_splits())

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from reconbench.image.attacks.base import Attack, Progress, Reconstruction
-    from reconbench.pipeline.evaluation import EvaluationOutput
+    from reconbench.image.evaluation import EvaluationOutput
     from reconbench.core.report import ScoreReport
     from reconbench.modalities import Modality
 
@@ -46,7 +46,7 @@ def run_attack(
     scored, signed or written here.
     """
     from reconbench.image.attacks import Progress, load_attack
-    from reconbench.pipeline.evaluation import attack_run
+    from reconbench.image.evaluation import attack_run
     from reconbench.image.plugin import has_source_file
     from reconbench.pipeline.preflight import check_device
     from reconbench.core.tracks import get_track

@@ -22,9 +22,10 @@ MOVED: dict[str, str] = {
     **{f"reconbench.{m}": f"reconbench.core.{m}" for m in (
         "errors", "io", "cache", "threads", "signing", "scenario", "tracks", "catalogue", "console", "attack_source",
         "hub", "queries")},
-    **{f"reconbench.{m}": f"reconbench.pipeline.{m}" for m in ("evaluation", "preflight", "isolation")},
+    **{f"reconbench.{m}": f"reconbench.pipeline.{m}" for m in ("preflight", "isolation")},
     **{f"reconbench.{m}": f"reconbench.image.{m}" for m in (
-        "knowledge", "track_files", "results", "dynamic", "attacks", "metrics", "models", "data", "surrogate")},
+        "knowledge", "track_files", "results", "dynamic", "attacks", "metrics", "models", "data", "surrogate",
+        "evaluation")},
     "reconbench.attacks.errors": "reconbench.core.attack_errors",
     "reconbench.attacks.options": "reconbench.core.attack_options",
     "reconbench.metrics.report": "reconbench.core.report",

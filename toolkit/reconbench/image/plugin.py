@@ -57,7 +57,7 @@ def result_schema() -> dict:
 def evaluate(attack, track: str, *, key_path: Path, command_for, scenario, seed, device, options, budget, out,
              weights_dir, progress, surrogate):
     """A registered name, `file.py:Class` or an Attack class, run in its own (sandboxed) process."""
-    from reconbench.pipeline.evaluation import evaluate as run
+    from reconbench.image.evaluation import evaluate as run
     from reconbench.pipeline.isolation.parent import attack_spec
 
     if isinstance(attack, type):

@@ -38,7 +38,7 @@ def reproduction_spec(folder: Path, result) -> str:
 
 
 def rerun(entry: Entry, *, key: Path, config: dict, weights_dir: Path | None, **common) -> None:
-    from reconbench.pipeline.evaluation import evaluate
+    from reconbench.image.evaluation import evaluate
 
     p = entry.result.payload
     surrogate = p.surrogate.method if p.surrogate is not None else None

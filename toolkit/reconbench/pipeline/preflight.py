@@ -37,6 +37,17 @@ def check_device(device: str):
     return parsed
 
 
+def device_name(device) -> str:
+    """The provenance's device: the GPU's name, or the CPU's."""
+    import platform
+
+    import torch
+
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return f"cpu ({platform.processor() or platform.machine()})"
+
+
 def check_out(out: Path | None) -> None:
     """`--out` must not exist (not even empty) and must be creatable."""
     if out is None:

@@ -184,7 +184,7 @@ def _track_ids(names: list[str], source: Path) -> list[str]:
 
 def _cells(track, attack_cls, requested) -> tuple[list[str], int]:
     """(cells to run, cells requested but not applicable) for one track and attack."""
-    from reconbench.pipeline.evaluation import choose_scenario
+    from reconbench.image.evaluation import choose_scenario
 
     if requested == "default":
         try:

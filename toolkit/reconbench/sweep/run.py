@@ -1,4 +1,4 @@
-"""Run a grid's jobs, each one `reconbench.pipeline.evaluation.evaluate` call, on Ray or in this process.
+"""Run a grid's jobs, each one `reconbench.image.evaluation.evaluate` call, on Ray or in this process.
 
 Output folder (OUT):
     OUT/results/<job id>/      the job's signed result folder, exactly what `evaluate --out` writes
@@ -49,7 +49,7 @@ def run_job(params: dict, key_path: str, device: str, weights_dir: str | None = 
     """One job (in a Ray worker, or in this process): evaluate() into a temporary folder, return its files."""
     import tempfile
 
-    from reconbench.pipeline.evaluation import evaluate
+    from reconbench.image.evaluation import evaluate
 
     job = Job.from_params(params)
     t0 = time.perf_counter()

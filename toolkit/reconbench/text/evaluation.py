@@ -114,8 +114,7 @@ def evaluate_text(*, track_id: str, attack: str, scenario: str | None = None, se
 
     from reconbench._version import __version__
     from reconbench.image.attacks import AttackError, Progress
-    from reconbench.pipeline.evaluation import device_name
-    from reconbench.pipeline.preflight import preflight
+    from reconbench.pipeline.preflight import device_name, preflight
     from reconbench.image.results import Provenance, TargetIdentity, git_state, make_entry_id
     from reconbench.core.signing import check_key_file, load_private_key
     from reconbench.text.attacks import TEXT_ATTACKS, enforce_one_per_id, load_text_attack

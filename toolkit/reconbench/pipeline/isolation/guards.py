@@ -21,7 +21,7 @@ from pathlib import Path
 # The evaluator's modules, as files of the package (an audit hook sees a module's file being opened,
 # which is how an import of a source module shows itself): folders whole, and single modules.
 BLOCKED_FOLDERS = ("zoo", "image/metrics", "submissions", "cli", "leaderboard", "reproduction", "sweep")
-BLOCKED_MODULES = ("core/tracks", "core/hub", "pipeline/evaluation", "core/signing", "image/data/digits",
+BLOCKED_MODULES = ("core/tracks", "core/hub", "image/evaluation", "core/signing", "image/data/digits",
                    "image/models/embedded", "image/models/memorization", "pipeline/isolation/parent")
 BLOCKED_PACKAGES = ("huggingface_hub",)  # installed packages that fetch from the Hub
 BLOCKED_EVENTS = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.startfile",

@@ -26,7 +26,7 @@ from reconbench.pipeline.isolation.parent import AttackMeta, AttackProcess
 from reconbench.pipeline.isolation.parent import attack_spec as spec_of
 from reconbench.image.knowledge import Knowledge, build_knowledge, check_attack_fits
 from reconbench.image.metrics import score
-from reconbench.pipeline.preflight import preflight
+from reconbench.pipeline.preflight import device_name, preflight
 from reconbench.image.results import (
     RECONSTRUCTIONS_FILE,
     AttackInfo,
@@ -90,12 +90,6 @@ def choose_scenario(track: Track, attack, requested: str | None) -> Scenario:
         scenario = Scenario.parse(offered[0])
     check_attack_fits(attack.name, attack.scenarios, scenario)
     return scenario
-
-
-def device_name(device: torch.device) -> str:
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    return f"cpu ({platform.processor() or platform.machine()})"
 
 
 @dataclass(frozen=True)
