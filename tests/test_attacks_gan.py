@@ -264,7 +264,7 @@ def test_paper_64x64_networks_on_cuda(name):
 def test_attack_facts_are_bounded_and_absent_facts_stay_out_of_the_signed_form():
     from pydantic import ValidationError
 
-    from reconbench.image.results import Provenance
+    from reconbench.core.envelope import Provenance
 
     base = dict(toolkit_version="x", python="3", torch="2", device="cpu", hardware="h", seed=0, command="c",
                 started="2026-01-01T00:00:00Z", finished="2026-01-01T00:00:01Z", wall_seconds=1.0)

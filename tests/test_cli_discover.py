@@ -108,7 +108,7 @@ def test_recorded_command_leaves_out_local_paths():
 
 
 def test_git_dirty_means_the_toolkit_code_differs(tmp_path):
-    from reconbench.image.results import git_state
+    from reconbench.core.envelope import git_state
 
     pkg = tmp_path / "toolkit" / "reconbench"
     pkg.mkdir(parents=True)

@@ -198,7 +198,7 @@ def test_entries_scored_with_the_retired_classifier_still_verify(tmp_path, monke
     import shutil
     from pathlib import Path
 
-    from reconbench.image.results import RESULT_FILE
+    from reconbench.core.envelope import RESULT_FILE
     from reconbench.submissions import validate_board
     from reconbench.core.tracks import REGISTRY_ENV, registry_path
 

@@ -1,4 +1,4 @@
-"""The membership gap (metrics/membership.py, metrics/leakage.py): statistics checked against scipy,
+"""The membership gap (core/membership.py, image/metrics/leakage.py): statistics checked against scipy,
 the reference rows at a gap of 0, the target images themselves at the maximum with p < 1e-6."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import torch
 from scipy import stats
 
 from reconbench.image.metrics import score
-from reconbench.image.metrics.membership import Group, membership_gap
+from reconbench.core.membership import Group, membership_gap
 from reconbench.image.track_files import load_holdout, load_splits
 from reconbench.core.tracks import get_track
 

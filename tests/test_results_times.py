@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from reconbench.image.results import Provenance
+from reconbench.core.envelope import Provenance
 
 
 def provenance(span_s: float, wall: float) -> Provenance:

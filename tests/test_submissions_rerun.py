@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from reconbench.cli import app
-from reconbench.image.results import RESULT_FILE
+from reconbench.core.envelope import RESULT_FILE
 from reconbench.core.signing import load_private_key, sign_payload
 from reconbench.submissions import reproduces
 from reconbench.submissions.submit import SubmitError, submit_result

@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from reconbench.cli import app
-from reconbench.image.results import ResultError
+from reconbench.core.envelope import ResultError
 from reconbench.text.items import TextItem, jsonl_bytes
 from reconbench.text.jsonl import MAX_FILE_BYTES, MAX_LINE_BYTES, TextFileError, check_ids, parse_jsonl, read_jsonl
 from reconbench.text.results import parse_any_result, text_result_json_schema, verify_any_result_dir

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from reconbench.core.report import MetricResult
-from reconbench.image.results import Provenance, TargetIdentity, make_entry_id
+from reconbench.core.envelope import Provenance, TargetIdentity, make_entry_id
 from reconbench.core.signing import load_private_key
 from reconbench.text.items import TextItem
 from reconbench.text.results import TextAttackInfo, TextPayload, reconstructions_info, sign_text_result, write_text_result_dir

@@ -29,6 +29,7 @@ MOVED: dict[str, str] = {
     "reconbench.attacks.errors": "reconbench.core.attack_errors",
     "reconbench.attacks.options": "reconbench.core.attack_options",
     "reconbench.metrics.report": "reconbench.core.report",
+    "reconbench.metrics.membership": "reconbench.core.membership",
     "reconbench.commands": "reconbench.cli.commands",
 }
 

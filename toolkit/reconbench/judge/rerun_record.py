@@ -27,7 +27,7 @@ from pydantic import Field, ValidationError
 
 from reconbench.core.io import strict_json_loads
 from reconbench.judge.study import Judge, Strict, Text
-from reconbench.image.results import Sha256, Signature, Slug
+from reconbench.core.envelope import Sha256, Signature, Slug
 
 RERUN_FILE = "rerun.json"
 MAX_BYTES = 4_000_000
@@ -91,7 +91,7 @@ def compare(study_aggregates: dict, rerun_aggregates: dict) -> list[PredComparis
 
 
 def read_rerun(path: Path) -> SignedRerun:
-    from reconbench.image.results import first_error
+    from reconbench.core.envelope import first_error
     from reconbench.submissions.team import TeamError, read_capped
 
     try:

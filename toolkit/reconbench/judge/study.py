@@ -22,7 +22,7 @@ from reconbench.core.io import atomic_path, strict_json_loads
 from reconbench.judge import STUDY_FILE
 from reconbench.judge.aggregate import aggregates
 from reconbench.judge.prompt import ANSWER_CHARS, MAX_CONDITIONS, MIN_CONDITIONS
-from reconbench.image.results import Sha256, Signature, Slug
+from reconbench.core.envelope import Sha256, Signature, Slug
 from reconbench.core.signing import sign_payload
 
 SCHEMA_VERSION = 1
@@ -182,7 +182,7 @@ def write_study(folder: Path, payload: dict, key) -> Path:
 
 def read_study(path: Path) -> tuple[StudyFile, dict]:
     """(parsed file, raw payload dict as signed); strict JSON: no duplicate keys, no NaN/Infinity."""
-    from reconbench.image.results import first_error
+    from reconbench.core.envelope import first_error
     from reconbench.submissions.team import TeamError, read_capped
 
     try:

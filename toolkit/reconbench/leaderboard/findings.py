@@ -317,7 +317,7 @@ CLAIMS = (
 def entry_gaps(frame: pd.DataFrame) -> dict[str, dict]:
     """entry page -> metric -> {value, p, low, high}: the gaps validation recomputed (the board's
     gap_<m> columns, leaderboard/leakage.py) where the frame has them, else each result file's
-    `membership` block (reconbench.image.metrics.membership); entries with neither are absent."""
+    `membership` block (reconbench.core.membership); entries with neither are absent."""
     out: dict[str, dict] = {}
     columns = sorted(c[4:] for c in frame.columns if c.startswith("gap_") and c.count("_") >= 1
                      and f"{c}_p" in frame.columns)

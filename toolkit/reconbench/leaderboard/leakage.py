@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from reconbench.image.metrics import METRICS
-from reconbench.image.metrics.membership import ALPHA, entry_leaks
+from reconbench.core.membership import ALPHA, entry_leaks
 
 GAP_METRICS = ("fid", "ssim", "psnr", "mse", "lpips", "knn_dist", "bleu", "rouge_l", "similarity", "exact_match")
 GAP_FIELDS = ("", "_low", "_high", "_p", "_vs_target", "_vs_holdout")

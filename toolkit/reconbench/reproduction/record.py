@@ -31,7 +31,7 @@ from pydantic import Field, StringConstraints, ValidationError, model_validator
 
 from reconbench.core.io import strict_json_loads, write_json
 from reconbench.image.metrics import MetricResult
-from reconbench.image.results import Sha256, Signature, Slug, Strict, first_error
+from reconbench.core.envelope import Sha256, Signature, Slug, Strict, first_error
 from reconbench.core.signing import SigningError, verify_payload
 
 RECORD_FILE = "reproduction.json"

@@ -10,7 +10,7 @@ from reconbench.modalities import for_result
 from reconbench.reproduction.record import (RECORD_FILE, RecordError, ReproductionRecord, SignedRecord, reproducer_keys,
                                             write_record)
 from reconbench.reproduction.rerun import load_entry, rerun, score_run
-from reconbench.image.results import Signature
+from reconbench.core.envelope import Signature
 from reconbench.core.signing import load_private_key, public_key_b64, sign_payload
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reconbench.image.metrics.membership import ALPHA
+from reconbench.core.membership import ALPHA
 
 GAP_METRICS = ("mse", "psnr", "ssim", "lpips", "knn_dist", "bleu", "rouge_l", "similarity", "exact_match")
 
@@ -41,7 +41,7 @@ def board_reproduced_gaps(root: Path, skip: set[str]) -> dict[str, dict[str, flo
     """track -> metric -> largest signed gap among entries under `root` that carry a reproduction
     record (entries in `skip`, validated in this run, are taken from their reports instead)."""
     from reconbench.reproduction.record import RECORD_FILE
-    from reconbench.image.results import RESULT_FILE, ResultError
+    from reconbench.core.envelope import RESULT_FILE, ResultError
     from reconbench.text.results import parse_any_result
 
     out: dict[str, dict[str, float]] = {}

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from reconbench.image.metrics.membership import Gap
+from reconbench.core.membership import Gap
 from reconbench.core.report import GapResult
 from reconbench.modalities import for_result
 

@@ -143,7 +143,7 @@ def read_grid(path: Path) -> GridFile:
     try:
         return GridFile.model_validate(raw)
     except ValidationError as exc:
-        from reconbench.image.results import first_error
+        from reconbench.core.envelope import first_error
 
         raise GridError(f"{path}: {first_error(exc)}") from None
 

@@ -29,7 +29,7 @@ attacker's public same-distribution text (Vec2Text's inversion model trains on i
 most); test 500 matches target so the target-vs-test comparison of an attack has equal footing.
 
 The test split is also the track's holdout (registry `holdout_split`; the membership gap of
-reconbench.image.metrics.membership): as many texts as target, dealt the same way, and seen by no shipped
+reconbench.core.membership): as many texts as target, dealt the same way, and seen by no shipped
 model: the generator and the embedder trained on target only, the tokenizer learnt from aux and the
 undealt documents (lee_tokenizer_texts), Vec2Text's inversion model trains on aux in the attack's
 run. No attack's view holds it (text/knowledge.py loads target and aux only).

@@ -71,7 +71,7 @@ def text_membership(track, recs, target: TextSet, role: str, *, device: str = "c
     Against the generator (Complete) the attacker is handed each target's first `prompt_words` words:
     that knowledge is no leakage, so those words are left out of every text, reconstruction, target
     and holdout alike, and the gap compares what the attack added (text/metrics/leakage.py)."""
-    from reconbench.image.results import MembershipInfo
+    from reconbench.core.envelope import MembershipInfo
     from reconbench.text.files import load_text_holdout
     from reconbench.text.metrics.leakage import without_prompt
 
@@ -115,7 +115,7 @@ def evaluate_text(*, track_id: str, attack: str, scenario: str | None = None, se
     from reconbench._version import __version__
     from reconbench.image.attacks import AttackError, Progress
     from reconbench.pipeline.preflight import device_name, preflight
-    from reconbench.image.results import Provenance, TargetIdentity, git_state, make_entry_id
+    from reconbench.core.envelope import Provenance, TargetIdentity, git_state, make_entry_id
     from reconbench.core.signing import check_key_file, load_private_key
     from reconbench.text.attacks import TEXT_ATTACKS, enforce_one_per_id, load_text_attack
     from reconbench.text.files import load_text_splits, model_sha256

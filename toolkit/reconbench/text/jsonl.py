@@ -22,7 +22,7 @@ import re
 import stat
 from pathlib import Path
 
-from reconbench.image.results import strict_json_loads
+from reconbench.core.io import strict_json_loads
 from reconbench.text.items import TextItem, TextSet, jsonl_bytes
 
 TEXT_RECONSTRUCTIONS_FILE = "reconstructions.jsonl"

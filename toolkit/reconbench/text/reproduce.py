@@ -8,7 +8,7 @@ from pathlib import Path
 
 from reconbench.reproduction.entry import Entry, ReproduceError, record, require_registered, require_same_target
 from reconbench.reproduction.record import ReproductionRecord
-from reconbench.image.results import RESULT_FILE, ResultError
+from reconbench.core.envelope import RESULT_FILE, ResultError
 
 # Text attacks run in the evaluator's process (their runs record sandbox "none"); a text entry can only
 # name a registered text attack (reproduction_spec), so no code of the entry's runs in its re-run.

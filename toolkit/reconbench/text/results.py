@@ -23,25 +23,24 @@ from pydantic import Field, StringConstraints, ValidationError, field_validator
 
 from reconbench.core.io import atomic_dir, sha256_file
 from reconbench.core.report import MetricResult
-from reconbench.image.results import (
+from reconbench.core.envelope import (
     NOTE_MAX,
     RESULT_FILE,
     SCHEMA_VERSION,
     AttackInfo,
+    MembershipInfo,
     Provenance,
     ResultError,
-    ResultFile,
     Sha256,
     Signature,
     Slug,
     Strict,
     TargetIdentity,
     first_error,
-    parse_result_json,
     read_result_raw,
-    verify_result_dir,
-    MembershipInfo,
 )
+# parse_any_result and verify_any_result_dir fall back to the image format for a result that is not text
+from reconbench.image.results import ResultFile, parse_result_json, verify_result_dir
 from reconbench.core.signing import SigningError, sign_payload, verify_payload
 from reconbench.text.items import TextItem, TextSet, jsonl_bytes
 from reconbench.text.metrics.info import RANGES

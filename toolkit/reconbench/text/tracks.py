@@ -69,7 +69,7 @@ class TextTrack(_Strict):
     split_sizes: dict[str, int] = Field(default_factory=dict, description="target, aux, test -> number of texts")
     splits_sha256: dict[str, str] = Field(default_factory=dict, description="split -> TextSet.sha256")
     holdout_split: str | None = Field(
-        None, description="the split that serves as the membership gap's holdout (reconbench.image.metrics.membership): "
+        None, description="the split that serves as the membership gap's holdout (reconbench.core.membership): "
                           "as many texts as the target split, drawn the same way, never trained on by any shipped "
                           "model (tokenizer included) and never in an attack's view; its sha256 is pinned in "
                           "splits_sha256 (reconbench.text.files.load_text_holdout)")

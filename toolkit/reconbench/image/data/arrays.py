@@ -62,7 +62,7 @@ class TrackSplits:
     aux_same: ArraySet  # same-distribution auxiliary data, disjoint from both
     test: ArraySet  # held out: accuracy only
     aux_similar: ArraySet | None = None  # similar-distribution auxiliary data, where a track has it
-    # The membership gap's non-members (reconbench.image.metrics.membership), evaluator's side only: as many
+    # The membership gap's non-members (reconbench.core.membership), evaluator's side only: as many
     # images of each class as `target` (holdout) or `update` (update_holdout) holds, never trained on
     # by any shipped model and never in an attack's view.
     holdout: ArraySet | None = None

@@ -9,7 +9,7 @@ Splits come from one seeded permutation of the 1,797 indices, in this order:
   update  100  the update set of the dynamic setting (D_tar there; SoK Def. 3.2)
   aux     500  same-distribution auxiliary data handed to attackers whose scenario allows it
   rest    697  never trained on by a target model, cut in two:
-    holdout  500  the membership gap's non-members (reconbench.image.metrics.membership): per class, the
+    holdout  500  the membership gap's non-members (reconbench.core.membership): per class, the
                   first images of that class in permutation order, as many as the target set holds
                   of it, so target and holdout have the same size and the same class counts (a
                   nearest same-class match over a larger pool would be closer by chance alone)

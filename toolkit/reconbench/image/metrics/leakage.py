@@ -4,7 +4,7 @@ For each sample-level metric the pool of class c is the targets of class c follo
 images of class c (the holdout has the target set's class counts, data/arrays.py). The scores come
 from the very kernels S-Dis uses (pixel.MSEKernel, ssim.SSIMKernel, lpips_metric.LPIPSKernel; the
 evaluation classifier's features for knn_dist), so vs_target equals the board's S-Dis value and
-vs_holdout is the same number against the holdout; metrics/membership.py turns the matrices into
+vs_holdout is the same number against the holdout; core/membership.py turns the matrices into
 the gap, its interval and p. PSNR's per-pair value is psnr_from_mse of the MSE, as in score.py.
 
 acc_top1 / acc_top5 compare a reconstruction with its intended class only, never with an image:
@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .membership import PERMUTATIONS, Gap, Group, membership_gap
+from reconbench.core.membership import PERMUTATIONS, Gap, Group, membership_gap
 from .pixel import psnr_from_mse
 
 NOT_APPLICABLE = {

@@ -84,7 +84,7 @@ def score(
     given one, else the track's pinned `evaluation_model`; neither: not computed.
     holdout_images / holdout_labels: the holdout matched to the targets (track_files.load_holdout):
     every metric is then also scored against it, and report.membership holds each metric's gap
-    (metrics/leakage.py, metrics/membership.py); permutations: of its test (default
+    (metrics/leakage.py, core/membership.py); permutations: of its test (default
     membership.PERMUTATIONS, what results record; the board's reference rows use fewer).
     """
     download = downloads_allowed() if download is None else download

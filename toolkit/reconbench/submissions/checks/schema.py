@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import unicodedata
 
-from reconbench.image.results import RESULT_FILE, ResultError
+from reconbench.core.envelope import RESULT_FILE, ResultError
 from reconbench.text.results import parse_any_result
 from reconbench.submissions.checks.base import Check, CheckFailed, Context
 from reconbench.submissions.layout import README_FILE, SIZE_CAPS, show

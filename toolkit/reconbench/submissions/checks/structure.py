@@ -26,7 +26,7 @@ from reconbench.submissions.layout import (
     is_hidden,
     show,
 )
-from reconbench.image.results import RESULT_FILE
+from reconbench.core.envelope import RESULT_FILE
 
 SNIFF_BYTES = 512
 

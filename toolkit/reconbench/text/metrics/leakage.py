@@ -6,7 +6,7 @@ each metric, best_T(i) is reconstruction i's best score over the 500 targets and
 500 holdout texts, with the same per-pair engine (pairs.py). vs_target is therefore the mean
 best-match score, which can exceed the board's own-target value (a reconstruction may sit closer to
 another target than to its own) and, for BLEU, is a mean of sentence BLEU where the board reports
-corpus BLEU. One group (texts have no classes); metrics/membership.py gives the gap, interval and p.
+corpus BLEU. One group (texts have no classes); core/membership.py gives the gap, interval and p.
 
 Complete's reconstructions begin with their target's first words (the prompt, which the threat model
 hands the attacker): that knowledge would show as a gap without any leakage (a run that appends
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from reconbench.image.metrics.membership import Group, membership_gap
+from reconbench.core.membership import Group, membership_gap
 from reconbench.core.report import GapResult
 
 from .pairs import bleu_matrix, exact_matrix, rouge_l_matrix, similarity_matrix

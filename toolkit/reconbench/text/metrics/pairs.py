@@ -1,6 +1,6 @@
 """Every reconstruction against every pool text, per text metric: the matrices of the membership gap.
 
-The membership gap (reconbench.image.metrics.membership) needs each reconstruction's score against all
+The membership gap (reconbench.core.membership) needs each reconstruction's score against all
 targets and all holdout texts (500 x 1,000 pairs on lee-news). Per-pair calls of the metric libraries
 cost ~1.4 ms (sacrebleu sentence BLEU) and ~0.1 ms (rouge-score) each: minutes per entry. So the
 statistics are computed here for all pairs at once, from the libraries' own tokenizers and formulas,
