@@ -142,3 +142,16 @@ class ScoreReport:
 
     def summary(self) -> dict[str, str]:
         return {name: result.format() for name, result in self.metrics.items()}
+
+
+# What each number means, for the metric registries of both modalities (image/metrics/info.py,
+# text/metrics/info.py) and the site.
+@dataclass(frozen=True)
+class MetricInfo:
+    name: str
+    formula: str
+    range: str
+    direction: Literal["↓", "↑"]
+    level: Literal["sample", "dataset", "classifier"]  # classifier: judged by the track's evaluation model
+    reference: str
+    caveat: str = ""  # what a reader must know beside the number (shown with the column header)

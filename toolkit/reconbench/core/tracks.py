@@ -149,6 +149,11 @@ class Registry(BaseModel):
     tracks: list[Track]
 
 
+def embedded_file(name: str) -> Path:
+    """A file of the package's data folder (reconbench/data/: the embedded tracks' weights and files)."""
+    return Path(str(resources.files("reconbench") / "data" / name))
+
+
 def registry_path() -> Path:
     import os
 

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Collection
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reconbench.core.tracks import Track, TrackError
+from reconbench.core.tracks import Track, TrackError, embedded_file
 
 if TYPE_CHECKING:
     import numpy as np
@@ -25,10 +24,6 @@ if TYPE_CHECKING:
 
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def embedded_file(name: str) -> Path:
-    return Path(str(resources.files("reconbench") / "data" / name))
 
 
 def _check(what: str, path_or_name: str, actual: str | None, expected: str | None) -> None:

@@ -24,7 +24,7 @@ import pandas as pd
 
 from reconbench.leaderboard import leakage, leakage_view
 from reconbench.leaderboard.frame import TRUST_RANK, UNRANKED, entry_folder, entry_page
-from reconbench.image.metrics.info import MetricInfo
+from reconbench.core.report import MetricInfo
 
 TEXT_METRICS = ("bleu", "rouge_l", "similarity", "exact_match")
 TEXT_RANK_PREFERENCE = TEXT_METRICS

@@ -35,7 +35,7 @@ def choose_text_scenario(track, attack_cls, requested: str | None) -> str:
     """The requested scenario, or the first of the attack's cells that the track offers."""
     from reconbench.image.knowledge import check_attack_fits
     from reconbench.core.scenario import Scenario
-    from reconbench.image.attacks import AttackError
+    from reconbench.core.attack_errors import AttackError
 
     if requested:
         scenario = Scenario.parse(requested)
@@ -113,7 +113,8 @@ def evaluate_text(*, track_id: str, attack: str, scenario: str | None = None, se
     import torch
 
     from reconbench._version import __version__
-    from reconbench.image.attacks import AttackError, Progress
+    from reconbench.core.attack_errors import AttackError
+    from reconbench.core.progress import Progress
     from reconbench.pipeline.preflight import device_name, preflight
     from reconbench.core.envelope import Provenance, TargetIdentity, git_state, make_entry_id
     from reconbench.core.signing import check_key_file, load_private_key

@@ -20,7 +20,7 @@ from reconbench.core.io import sha256_file
 from reconbench.text.gpt2 import LanguageModel  # defined beside the Hub GPT-2 loader; text.lm imports it from here
 from reconbench.text.items import TextSet
 from reconbench.text.tracks import Role, TextTrack
-from reconbench.image.track_files import embedded_file
+from reconbench.core.tracks import embedded_file
 from reconbench.core.tracks import TrackError
 
 if TYPE_CHECKING:

@@ -30,7 +30,7 @@ def recipe_main(argv: Sequence[str] | None, *, prog: str, doc: str, role: str, t
                 build: Callable[..., dict[str, Any]], entry: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]) -> None:
     """`--out FOLDER --epochs N --pin`: build(out, training=..., progress=print), print the summary,
     and with --pin record the files' sha256 and the measured figures as the row's `role` entry."""
-    from reconbench.image.track_files import embedded_file
+    from reconbench.core.tracks import embedded_file
 
     parser = argparse.ArgumentParser(prog=prog, description=doc.split("\n")[0])
     parser.add_argument("--out", type=Path, default=embedded_file("lee-news"), help="folder for the built files")

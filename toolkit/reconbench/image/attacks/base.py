@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import inspect
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -13,6 +11,7 @@ import torch
 
 from reconbench.core.attack_errors import AttackError
 from reconbench.core.attack_options import BUDGETS, AttackOptions, Auto, Budget, PositiveInt, resolve_options
+from reconbench.core.progress import Progress
 from reconbench.image.knowledge import Knowledge
 
 Family = Literal["optimization", "training", "analysis"]
@@ -87,21 +86,6 @@ def check_value_ranges(rec: Reconstruction) -> None:
         if low < -PIXEL_TOLERANCE or high > 1 + PIXEL_TOLERANCE:
             hint = " (0-255 images: divide by 255)" if high > 2 else " ([-1, 1] images: (x + 1) / 2)" if low < -0.5 else ""
             raise AttackError(f"pixel values span [{low:.3g}, {high:.3g}]: images must be floats in [0, 1]{hint}")
-
-
-class Progress:
-    """A step counter the harness wires to a rich progress bar (or to nothing, in tests)."""
-
-    def __init__(self, factory: Callable[[str, int], Any] | None = None):
-        self._factory = factory
-
-    @contextmanager
-    def task(self, description: str, total: int) -> Iterator[Callable[[int], None]]:
-        if self._factory is None:
-            yield lambda steps=1: None
-            return
-        with self._factory(description, total) as advance:
-            yield advance
 
 
 class Attack(ABC):

@@ -5,21 +5,9 @@ Shown by `recon-submit metrics` and on the site; keys are the keys of `ScoreRepo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from reconbench.core.report import MetricInfo
 
 SOK = "Wen, Liu, Backes, Zhang, SoK: Data Reconstruction Attacks Against ML Models, USENIX Security 2025"
-
-
-@dataclass(frozen=True)
-class MetricInfo:
-    name: str
-    formula: str
-    range: str
-    direction: Literal["↓", "↑"]
-    level: Literal["sample", "dataset", "classifier"]  # classifier: judged by the track's evaluation model
-    reference: str
-    caveat: str = ""  # what a reader must know beside the number (shown with the column header)
 
 
 # The convention changes SSIM values, and rankings, against other libraries (uniform windows,

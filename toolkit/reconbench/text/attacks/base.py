@@ -7,7 +7,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from reconbench.image.attacks.base import Attack, Progress
+from reconbench.core.progress import Progress
+from reconbench.image.attacks.base import Attack
 from reconbench.core.attack_errors import AttackError
 from reconbench.core.attack_options import AttackOptions, Budget, resolve_options
 from reconbench.text.items import TextItem

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from reconbench.image.attacks.base import Progress
+from reconbench.core.progress import Progress
 from reconbench.core.attack_errors import AttackError
 from reconbench.core.attack_options import AttackOptions
 from reconbench.text.attacks.base import TextAttack, TextReconstruction

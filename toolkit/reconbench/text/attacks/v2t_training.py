@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import torch
 
-from reconbench.image.attacks.base import Progress
+from reconbench.core.progress import Progress
 
 
 def _trim(t: torch.Tensor, pad_id: int) -> torch.Tensor:
