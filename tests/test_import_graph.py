@@ -186,3 +186,22 @@ def test_the_board_reads_the_attack_catalogue_never_attack_code():
            for m, deps in g.items() if m.startswith("reconbench.leaderboard")}
     bad = {m: d for m, d in bad.items() if d}
     assert not bad, f"board modules importing attack code: {bad}"
+
+
+# What one modality still takes from the other (docs/architecture.md, "Modalities": not yet neutral).
+# A ratchet: a new import between image/ and text/ fails here; what both need goes to core/.
+CROSS_MODALITY = {
+    ("reconbench.text.attacks.base", "reconbench.image.attacks.base"),  # TextAttack subclasses Attack
+    ("reconbench.text.evaluation", "reconbench.image.knowledge"),  # check_attack_fits
+    ("reconbench.text.results", "reconbench.image.results"),  # parse_any_result's fallback to the image format
+}
+
+
+def test_the_modalities_import_each_other_only_where_listed():
+    def modality(m: str) -> str | None:
+        return next((x for x in ("image", "text") if m.startswith(f"reconbench.{x}.")), None)
+
+    cross = {(m, d) for m, deps in graph().items() for d in deps
+             if modality(m) and modality(d) and modality(m) != modality(d)}
+    assert cross <= CROSS_MODALITY, f"new imports between the modalities (move what both need to core/): {sorted(cross - CROSS_MODALITY)}"
+    assert CROSS_MODALITY <= cross, f"listed but gone (remove them from CROSS_MODALITY): {sorted(CROSS_MODALITY - cross)}"
