@@ -1,3 +1,5 @@
-"""The core: what every modality shares. The track registry (tracks), the scenario and view
-protocol (scenario), the attack catalogue, signing, the result helpers (io, cache, threads), errors, the
-console, and the old import paths of moved modules (moved)."""
+"""The core: what every modality shares. The track registry (tracks), the scenario and the view's
+query side (scenario, queries), the attack catalogue and declaration (catalogue, attack_errors,
+attack_options, attack_source, progress), the result envelope and metric report (envelope, report,
+membership), signing, the Hub client (hub), the helpers (io, cache, threads), errors, the console,
+and the old import paths of moved modules (moved)."""

@@ -30,6 +30,9 @@ BLOCKED_SYMBOLS = {"open", "open64", "openat", "openat64", "fopen", "fopen64", "
                    "process_vm_readv", "execve", "execv", "execvp", "execl", "system", "popen", "posix_spawn", "fork"}
 
 
+PACKAGE = Path(__file__).resolve().parents[2]  # reconbench/ (this is pipeline/isolation/guards.py)
+
+
 class GuardError(PermissionError):
     """Something the attack's process may not do."""
 
@@ -37,15 +40,14 @@ class GuardError(PermissionError):
 def _protected_roots(extra: list[str]) -> list[str]:
     import importlib.util
 
-    package = Path(__file__).resolve().parents[2]  # reconbench/ (this is pipeline/isolation/guards.py)
-    roots = [str(package / "registry")] + [str(package / f) for f in BLOCKED_FOLDERS]
+    roots = [str(PACKAGE / "registry")] + [str(PACKAGE / f) for f in BLOCKED_FOLDERS]
     for name in BLOCKED_PACKAGES:
         spec = importlib.util.find_spec(name)  # locates without importing
         if spec is not None and spec.origin:
             roots.append(str(Path(spec.origin).resolve().parent))
     # the package's data folder (the embedded tracks' weights and files; no code lives there), whether
     # or not the sandbox shows it (inside it the folder is there, empty)
-    roots += [str(package / "data")]
+    roots += [str(PACKAGE / "data")]
     home = Path.home()
     roots += [str(home / ".cache" / "huggingface")]
     # Inception features of target sets, cached by the evaluator (reconbench.image.metrics.feature_cache).
@@ -95,8 +97,7 @@ def install(parent_pid: int, hub_paths: list[str]) -> None:
     die_with_parent(parent_pid)
     drop_privileges()
     roots = _protected_roots(hub_paths)
-    package = Path(__file__).resolve().parents[2]  # reconbench/ (this is pipeline/isolation/guards.py)
-    modules = {(str((package / m).parent), Path(m).name) for m in BLOCKED_MODULES}
+    modules = {(str((PACKAGE / m).parent), Path(m).name) for m in BLOCKED_MODULES}
     own = str(os.getpid())
 
     def blocked_path(raw) -> str | None:
