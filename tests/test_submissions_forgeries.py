@@ -183,10 +183,21 @@ def test_more_queries_than_the_tracks_budget(board):
     assert check.name == "registry" and "provenance.queries is 1,000,001, more than track 'digits' allows (1,000,000" in check.message
 
 
-def test_registered_attack_name_with_other_code(board):
-    board.resign(lambda p: p["attack"].update(code="mine.py:Better"))
+@pytest.mark.parametrize("code", [
+    "mine.py:Better",
+    # old module names (core/moved.py) resolve, but only to the class the name is registered to
+    "reconbench.attacks.deep_dream:DeepDream", "reconbench.attacks.mi_face:DeepDream", "reconbench.tracks:MIFace",
+    "reconbench.attacks.mi_face.MIFace:MIFace",
+])
+def test_registered_attack_name_with_other_code(board, code):
+    board.resign(lambda p: p["attack"].update(code=code))
     check = failure(board.only())
     assert check.name == "registry" and "needs a name of its own" in check.message
+
+
+def test_a_registered_attack_signed_under_its_old_module_name_passes(board):
+    board.resign(lambda p: p["attack"].update(code="reconbench.attacks.mi_face:MIFace"))
+    assert status(board.only(), "registry") == "pass"
 
 
 def test_scenario_the_attack_cannot_run_in(board):
@@ -199,8 +210,9 @@ def test_scenario_the_attack_cannot_run_in(board):
 def test_user_attack_rule(board):
     board.resign(lambda p: p["attack"].update(name="my-attack", code="my_attack.py:MyAttack"))
     assert status(board.only(), "registry") == "pass"
-    board.resign(lambda p: p["attack"].update(name="my-attack", code="reconbench.image.attacks.mi_face:MIFace"))
-    assert "file.py:Class" in failure(board.only()).message
+    for code in ("reconbench.image.attacks.mi_face:MIFace", "reconbench.attacks.mi_face:MIFace"):
+        board.resign(lambda p: p["attack"].update(name="my-attack", code=code))
+        assert "file.py:Class" in failure(board.only()).message
 
 
 def test_unknown_track(board):
