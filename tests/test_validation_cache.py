@@ -40,13 +40,21 @@ def calls(monkeypatch):
     return counts
 
 
+SECRET = b"throwaway test key, not the CI secret"
+
+
+def keyed(root):
+    """A cache authenticated by this test's throwaway secret (CI's is $RECONBENCH_VALIDATION_CACHE_KEY)."""
+    return ValidationCache(root, secret=SECRET)
+
+
 def reports(board, cache, **kw):
     out = board.validate(cache=cache, rescore=True, **kw)
     return {str(r.path): r.to_dict() for r in out.entries}
 
 
 def test_a_second_run_reuses_the_checks_and_reports_the_same(board, tmp_path, calls):
-    cache = ValidationCache(tmp_path / "cache")
+    cache = keyed(tmp_path / "cache")
     first = reports(board, cache)
     assert calls == {"rescore": 1, "copies": 1, "nearcopies": 1}
     second = reports(board, cache)
@@ -60,7 +68,7 @@ def test_a_second_run_reuses_the_checks_and_reports_the_same(board, tmp_path, ca
 def test_the_membership_gaps_come_back_from_the_cache(board, tmp_path, calls):
     """The held rule (submissions/leakage.py) and the board read the re-scored gaps: a reused outcome
     carries them as they were computed, the per-reconstruction best values of the entry page's plot too."""
-    cache = ValidationCache(tmp_path / "cache")
+    cache = keyed(tmp_path / "cache")
     first = {str(r.path): r for r in board.validate(cache=cache, rescore=True).entries if r.is_entry}
     second = {str(r.path): r for r in board.validate(cache=cache, rescore=True).entries if r.is_entry}
     assert calls["rescore"] == 1
@@ -78,7 +86,7 @@ def test_the_membership_gaps_come_back_from_the_cache(board, tmp_path, calls):
 
 
 def test_a_changed_claim_is_checked_again(board, tmp_path, calls):
-    cache = ValidationCache(tmp_path / "cache")
+    cache = keyed(tmp_path / "cache")
     assert reports(board, cache)[str(board.entry)]["trust"] == "re-scored"
     board.resign(lambda p: p["metrics"]["mse"].update(value=p["metrics"]["mse"]["value"] / 2))
     after = board.validate(cache=cache, rescore=True).entries
@@ -87,7 +95,7 @@ def test_a_changed_claim_is_checked_again(board, tmp_path, calls):
 
 
 def test_another_toolkit_finds_nothing(board, tmp_path, calls, monkeypatch):
-    cache = ValidationCache(tmp_path / "cache")
+    cache = keyed(tmp_path / "cache")
     reports(board, cache)
     monkeypatch.setattr(vc, "toolkit_key", lambda: "0" * 64)
     reports(board, cache)
@@ -96,7 +104,7 @@ def test_another_toolkit_finds_nothing(board, tmp_path, calls, monkeypatch):
 
 @pytest.mark.parametrize("how", ["status", "digest", "truncated"])
 def test_a_tampered_check_record_is_recomputed(board, tmp_path, calls, how):
-    cache = ValidationCache(tmp_path / "cache")
+    cache = keyed(tmp_path / "cache")
     clean = reports(board, cache)
     [record] = list((tmp_path / "cache" / "checks").rglob("*.json"))
     data = json.loads(record.read_text())
@@ -124,7 +132,7 @@ def near_twin(board):
 
 
 def test_tampered_features_cannot_hide_a_near_duplicate(board, tmp_path):
-    cache = ValidationCache(tmp_path / "cache")
+    cache = keyed(tmp_path / "cache")
     twin = near_twin(board)
     first = board.validate(cache=cache).entries
     check = failure(next(r for r in first if r.path == twin))
@@ -155,7 +163,7 @@ def test_the_near_duplicate_answer_is_reused_only_for_the_same_board(board, tmp_
     searches = []
     real = duplicates.first_near_duplicate
     monkeypatch.setattr(duplicates, "first_near_duplicate", lambda *a, **k: searches.append(1) or real(*a, **k))
-    cache = ValidationCache(tmp_path / "cache")
+    cache = keyed(tmp_path / "cache")
     twin = near_twin(board)
     board.resign(lambda p: p["provenance"].update(seed=p["provenance"]["seed"] + 1), key=board.beta_key, entry=twin)  # not a re-run of alpha's
     first = failure(next(r for r in board.validate(cache=cache).entries if r.path == twin))
@@ -167,3 +175,79 @@ def test_the_near_duplicate_answer_is_reused_only_for_the_same_board(board, tmp_
     assert len(searches) == 2  # another board: searched again, and the original cannot be compared any more
     assert after[twin].trust != "failed", [(c.name, c.message) for c in after[twin].checks if c.status != "pass"]
     assert failure(after[board.entry]).name == "reconstructions"
+
+
+# ---------------------------------------------------------------- forged records (issue 36, item 6)
+
+def forge(folder, key: str, record: dict, *, secret: bytes | None = None) -> None:
+    """A cache record as a submitter would plant it: the format, the key, and the integrity digest
+    recomputed as the old format did (plain sha256, which anyone can compute) or with a given secret."""
+    import hashlib
+    import hmac
+
+    body = vc.FORMAT.encode() + b"\0" + key.encode() + b"\0" + vc._canonical(record)
+    digest = hmac.new(secret, body, hashlib.sha256).hexdigest() if secret else hashlib.sha256(body).hexdigest()
+    path = folder / "checks" / key[:2] / f"{key}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"format": vc.FORMAT, "key": key, "digest": digest, "record": record}))
+
+
+def plant(board, tmp_path, monkeypatch, folder, *, secret: bytes | None = None) -> None:
+    """Plant in `folder` (the validation cache under RECONBENCH_CACHE) a checks record for the entry that
+    claims a fabricated SSIM 0.97 and MSE 0.001 were re-scored, under the very key this toolkit looks up
+    (derived from a genuine record, as a submitter can by running validate on their own machine)."""
+    monkeypatch.setenv("RECONBENCH_CACHE", str(folder.parent))  # the key names the weights folder under it
+    scratch = tmp_path.parent / f"{tmp_path.name}-scratch-{len(list(tmp_path.parent.glob(tmp_path.name + '-scratch-*')))}"
+    board.validate(cache=keyed(scratch), rescore=True)
+    [path] = list((scratch / "checks").rglob("*.json"))
+    data = json.loads(path.read_text())
+    record = data["record"]
+    for c in record["checks"]:
+        if c["name"].startswith("rescore."):
+            c["status"], c["message"] = "pass", "SSIM 0.97 / MSE 0.001 re-scored within tolerance"
+    record["checks"].append({"name": "rescore.ssim", "status": "pass", "message": "0.97", "details": []})
+    forge(folder, data["key"], record, secret=secret)
+
+
+def claims_verified(board, monkeypatch, secret: bytes | None) -> bool:
+    """Validate with the default cache (RECONBENCH_CACHE) and the given CI secret: is the 0.97 reported?"""
+    if secret:
+        monkeypatch.setenv(vc.KEY_ENV, secret.decode())
+    else:
+        monkeypatch.delenv(vc.KEY_ENV, raising=False)
+    report = next(r for r in board.validate(cache=True, rescore=True).entries if r.path == board.entry)
+    return any("0.97" in c.message for c in report.checks)
+
+
+def in_checkout(board):
+    from submission_helpers import git
+
+    git(board.root.parent, "init", "-q")  # the board's folder is a checkout
+    return board.root.parent / "reconbench-cache" / "validation"  # where site.yml used to put the cache
+
+
+@pytest.mark.parametrize("where", ["in the checkout", "in the user's cache"])
+def test_a_planted_record_is_never_evidence(board, tmp_path, monkeypatch, calls, where):
+    """Issue 36: a record committed under the old in-checkout cache folder, or placed in the cache folder
+    itself, with its integrity digest recomputed, claiming SSIM 0.97: with no secret configured the cache
+    is not read; with CI's secret the forged digest fails; the re-derived outcome is what is reported."""
+    folder = in_checkout(board) if where == "in the checkout" else tmp_path.parent / f"{tmp_path.name}-xdg" / "validation"
+    plant(board, tmp_path, monkeypatch, folder)
+    assert not claims_verified(board, monkeypatch, None)  # no secret: nothing read
+    assert not claims_verified(board, monkeypatch, b"the CI secret")  # a digest anyone can compute fails
+    assert calls["rescore"] == 3  # re-derived each time (the first run made the genuine record)
+
+
+def test_an_authentic_record_inside_the_checkout_is_not_read(board, tmp_path, monkeypatch, calls):
+    """The cache lives outside the checkout: even a record bearing the right HMAC (a leaked secret) is not
+    read from a folder a pull request can commit to; the same file outside it is (the control)."""
+    plant(board, tmp_path, monkeypatch, in_checkout(board), secret=SECRET)
+    assert not claims_verified(board, monkeypatch, SECRET)
+    plant(board, tmp_path, monkeypatch, tmp_path.parent / f"{tmp_path.name}-outside" / "validation", secret=SECRET)
+    assert claims_verified(board, monkeypatch, SECRET)
+
+
+def test_without_a_secret_the_cache_is_inert(tmp_path):
+    cache = ValidationCache(tmp_path / "cache", secret=b"")
+    cache.store_record("checks", "a" * 64, {"x": 1})
+    assert not (tmp_path / "cache").exists() and cache.load_record("checks", "a" * 64) is None

@@ -18,7 +18,9 @@ checks pass and a reproducer listed by the maintainers signed a record for this 
 
 Reuse (validation_cache.py): the outcome of rescore, copies and nearcopies, which depend on the entry's
 own signed content only, is kept under a key of that content and the toolkit; the near-duplicate
-features of every reconstruction file are kept by its sha256. The other checks run every time.
+features of every reconstruction file are kept by its sha256. The other checks run every time. The
+cache is used only with its HMAC secret set and outside the checkout (trusted_cache): else nothing
+is reused.
 `cache=False` (validate --no-cache) is the full re-validation.
 
 Errors of any kind in the input become failed checks with a message that names the file; one
@@ -233,6 +235,25 @@ def run_checks(unit: Unit, root: Path, board: Board, *, rescore: bool = True, de
                        membership=dict(ctx.membership), gaps=dict(ctx.gaps), mirrored=dict(ctx.mirrored))
 
 
+def trusted_cache(cache, root: Path) -> ValidationCache | None:
+    """The cache if it can hold evidence-free reuse: a secret to authenticate it, and a folder outside
+    the checkout being validated (a cache folder inside it is content a pull request can commit)."""
+    if not isinstance(cache, ValidationCache) or not cache.usable:
+        return None
+    if Path(os.path.abspath(cache.root)).is_relative_to(_checkout(root)):
+        return None
+    return cache
+
+
+def _checkout(root: Path) -> Path:
+    """The git work tree holding `root` (the nearest folder with a .git), else `root` itself."""
+    here = Path(os.path.abspath(root))
+    for folder in (here, *here.parents):
+        if os.path.lexists(folder / ".git"):
+            return folder
+    return here
+
+
 def validate_board(paths: list[Path] | None = None, root: Path = DEFAULT_ROOT, *, rescore: bool = True,
                    device: str = "cpu", weights_dir: Path | None = None, explicit: list[Path] | None = None,
                    base_root: Path | None = None, cache: bool | ValidationCache = True) -> BoardReport:
@@ -247,7 +268,7 @@ def validate_board(paths: list[Path] | None = None, root: Path = DEFAULT_ROOT, *
              and show(str(p)) not in selection.outside]
     if cache is True:
         cache = ValidationCache.default() if enabled_by_env() else None
-    board = Board(root, base_root, cache=cache or None)
+    board = Board(root, base_root, cache=trusted_cache(cache, root))
     with one_torch_thread():  # many small tensor ops: a second thread only adds synchronisation (threads.py)
         reports = [run_checks(u, root, board, rescore=rescore, device=device, weights_dir=weights_dir)
                    for u in selection.units]

@@ -18,17 +18,22 @@ unpickled).
   duplicates, reproduction) runs every time: they read the board, the team keys, the git history
   and the records, and cost milliseconds.
 
-A stale file cannot be found (its key changes with whatever it depends on); a file whose content
-does not hash to the digest it records, or records another key, is ignored and recomputed, so a
-tampered or truncated cache costs time, never a verdict. What the digest cannot stop is a writer
-who recomputes it: the cache is trusted as far as its storage is. In CI only main's own jobs save
-it; a pull request's job restores main's copy and cannot save over it (actions/cache scopes a
-pull request's saves to its own ref). `recon-submit validate --no-cache` ignores it entirely.
+The cache is an optimisation, never evidence. Every file carries an HMAC-SHA256 of its key and
+content under a secret the submitter cannot hold ($RECONBENCH_VALIDATION_CACHE_KEY: in CI a secret of
+main's own jobs, in tests a throwaway): a file planted in the cache folder, in a commit or a
+restored cache, with a digest anyone can recompute, fails it and is recomputed. Where no secret is
+set (a pull request's job, a contributor's machine) nothing is read from the cache and nothing is
+written to it: every outcome is re-derived. A stale file cannot be found either (its key changes with
+whatever it depends on), so a tampered, truncated or stale cache costs time, never a verdict.
+The cache lives outside the checkout ($RECONBENCH_CACHE/validation, default
+$XDG_CACHE_HOME/reconbench/validation): validate_board ignores one inside the folder it validates.
+`recon-submit validate --no-cache` ignores it entirely.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 from dataclasses import dataclass
@@ -42,7 +47,13 @@ from reconbench.core.io import atomic_path
 
 CACHED_STAGES = ("rescore", "copies", "nearcopies")
 CACHE_ENV = "RECONBENCH_VALIDATION_CACHE"  # "0": no cache (the full re-validation)
-FORMAT = "reconbench-validation-cache-1"
+KEY_ENV = "RECONBENCH_VALIDATION_CACHE_KEY"  # the HMAC secret; unset: the cache is neither read nor written
+FORMAT = "reconbench-validation-cache-2"  # 2: HMAC digests (1: plain sha256, which anyone can recompute)
+
+
+def key_from_env() -> bytes | None:
+    secret = os.environ.get(KEY_ENV, "")
+    return secret.encode() if secret.strip() else None
 
 
 def enabled_by_env() -> bool:
@@ -90,8 +101,12 @@ def feature_key() -> str:
     return hashlib.sha256(f"{nearindex.FEATURE_VERSION}|{code}|{_library_versions()}".encode()).hexdigest()
 
 
-def _digest(key: str, body: bytes) -> str:
-    return hashlib.sha256(FORMAT.encode() + b"\0" + key.encode() + b"\0" + body).hexdigest()
+def _digest(secret: bytes, key: str, body: bytes) -> str:
+    return hmac.new(secret, FORMAT.encode() + b"\0" + key.encode() + b"\0" + body, hashlib.sha256).hexdigest()
+
+
+def _same(digest, expected: str) -> bool:
+    return isinstance(digest, str) and hmac.compare_digest(digest, expected)
 
 
 def _hex64(value: str) -> bool:
@@ -100,13 +115,25 @@ def _hex64(value: str) -> bool:
 
 @dataclass
 class ValidationCache:
-    """One folder (default: <cache root>/validation) holding features/ and checks/."""
+    """One folder (default: <cache root>/validation) holding features/ and checks/, authenticated by
+    `secret` (default: $RECONBENCH_VALIDATION_CACHE_KEY). Without a secret it is inert: every load
+    misses and every store is dropped."""
 
     root: Path
+    secret: bytes | None = None
+
+    def __post_init__(self) -> None:
+        self.root = Path(self.root)
+        if self.secret is None:
+            self.secret = key_from_env()
 
     @classmethod
     def default(cls) -> "ValidationCache":
         return cls(cache_root() / "validation")
+
+    @property
+    def usable(self) -> bool:
+        return bool(self.secret)
 
     # ------------------------------------------------------------ features
     def _feature_path(self, sha256: str) -> Path:
@@ -117,7 +144,7 @@ class ValidationCache:
 
         from reconbench.submissions.nearindex import Features
 
-        if not _hex64(sha256):
+        if not _hex64(sha256) or not self.usable:
             return None
         path = self._feature_path(sha256)
         try:
@@ -130,18 +157,18 @@ class ValidationCache:
         if meta.get("key") != key or pixel.dtype != np.uint8 or struct.dtype != np.float16 \
                 or pixel.ndim != 2 or struct.ndim != 3 or len(pixel) != len(struct):
             return None
-        if meta.get("digest") != _digest(key, pixel.tobytes() + struct.tobytes()):
+        if not _same(meta.get("digest"), _digest(self.secret, key, pixel.tobytes() + struct.tobytes())):
             return None
         return Features(pixel, struct)
 
     def store_features(self, sha256: str, features) -> None:
         from safetensors.numpy import save_file
 
-        if not _hex64(sha256):
+        if not _hex64(sha256) or not self.usable:
             return
         key = f"{feature_key()}|{sha256}"
         pixel, struct = np.ascontiguousarray(features.pixel), np.ascontiguousarray(features.struct)
-        meta = {"key": key, "digest": _digest(key, pixel.tobytes() + struct.tobytes())}
+        meta = {"key": key, "digest": _digest(self.secret, key, pixel.tobytes() + struct.tobytes())}
         try:
             with atomic_path(self._feature_path(sha256)) as tmp:
                 save_file({"pixel": pixel, "struct": struct}, str(tmp), metadata=meta)
@@ -154,6 +181,8 @@ class ValidationCache:
 
     def load_record(self, kind: str, key: str) -> dict | None:
         """A JSON record stored under `key` (kind "checks" or "near"), or None if absent or not intact."""
+        if not self.usable:
+            return None
         path = self._record_path(kind, key)
         try:
             if path.stat().st_size > 4_000_000:
@@ -164,13 +193,15 @@ class ValidationCache:
         if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("key") != key:
             return None
         record = data.get("record")
-        if not isinstance(record, dict) or data.get("digest") != _digest(key, _canonical(record)):
+        if not isinstance(record, dict) or not _same(data.get("digest"), _digest(self.secret, key, _canonical(record))):
             return None
         return record
 
     def store_record(self, kind: str, key: str, record: dict) -> None:
+        if not self.usable:
+            return
         try:
-            data = {"format": FORMAT, "key": key, "digest": _digest(key, _canonical(record)), "record": record}
+            data = {"format": FORMAT, "key": key, "digest": _digest(self.secret, key, _canonical(record)), "record": record}
         except (TypeError, ValueError):  # not plain JSON data: not kept
             return
         try:
