@@ -9,6 +9,9 @@ claim, whatever its `verdict` says.
   without the weights); every other claimed metric must be re-computed and within its tolerance.
 - The run's scenario must be the claim's (exact), and its query counts (provenance.queries, and a
   surrogate's stealing queries) must equal the claim's (tolerances.QUERIES says why exactly).
+- The re-run's reconstructions must be the entry's very file (sha256): a re-run with the recorded seed,
+  configuration and thread count makes the same bytes, and only then do the record's metrics speak
+  for the file the board ranks; a record naming other bytes (a swapped hash, re-signed) lifts nothing.
 """
 
 from __future__ import annotations
@@ -72,3 +75,11 @@ def run_checks(claim, reported: RunInfo) -> list[RunCheck]:
 def run_problems(checks: list[RunCheck]) -> list[str]:
     return [f"{c.what}: the re-run reported {c.reported!r}, the entry claims {c.claimed!r} ({c.rule})"
             for c in checks if not c.ok]
+
+
+def reconstruction_problems(claimed_sha256: str, obtained_sha256: str) -> list[str]:
+    """Why a re-run's reconstructions do not speak for the entry's file ([] when they are its bytes)."""
+    if obtained_sha256 == claimed_sha256:
+        return []
+    return [f"the re-run's reconstructions (sha256 {obtained_sha256[:12]}…) are not the entry's file "
+            f"({claimed_sha256[:12]}…)"]

@@ -89,7 +89,9 @@ def record(entry: Entry, run_dir: Path, recon: Path, metrics: dict, device: str,
     reported = run_info(run_dir)
     comparisons = compare.compare_metrics(p.metrics, metrics)
     run_checks = compare.run_checks(p, reported)
-    problems = compare.metric_problems(comparisons) + compare.run_problems(run_checks)
+    recon_sha256 = sha256_file(recon)
+    problems = (compare.metric_problems(comparisons) + compare.run_problems(run_checks)
+                + compare.reconstruction_problems(p.reconstructions.sha256, recon_sha256))
     claimed_gaps = getattr(p, "membership", None)
     if claimed_gaps is not None:  # the membership gap: compared like the metric it is a difference of
         gap_rows = [_compare_gap(name, claim, (gaps or {}).get(name))
@@ -101,7 +103,7 @@ def record(entry: Entry, run_dir: Path, recon: Path, metrics: dict, device: str,
         entry_id=p.entry_id, team=entry.team, payload_sha256=entry.payload_sha256,
         attack_source_sha256=p.attack.source_sha256, toolkit_version=__version__, toolkit_commit=commit,
         scored_on=f"{platform.system()} {platform.machine()}, {device}", reported_by_run=reported, run_checks=run_checks,
-        reconstructions_sha256=sha256_file(recon), metrics=metrics, comparisons=comparisons, problems=problems,
+        reconstructions_sha256=recon_sha256, metrics=metrics, comparisons=comparisons, problems=problems,
         verdict="not-reproduced" if problems else "reproduced", created=datetime.now(timezone.utc).replace(microsecond=0),
     )
 

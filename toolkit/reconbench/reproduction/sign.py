@@ -35,6 +35,17 @@ def require_sandboxed(record: ReproductionRecord, entry) -> None:
                           "a reproduction record is signed only for a sandboxed re-run (install bubblewrap: docs/sandbox.md)")
 
 
+def require_entry_bytes(record: ReproductionRecord, entry) -> None:
+    """A run folder handed in (--from-run) is not a run this invocation made: its result.json's word on the
+    sandbox proves nothing. It is signed only when its reconstructions are the entry's own signed file
+    (sha256), so that the record vouches for exactly the bytes the board ranks; anything else is re-run here."""
+    expected = entry.result.payload.reconstructions.sha256
+    if record.reconstructions_sha256 != expected:
+        raise RecordError(f"{entry.folder}: the run folder's reconstructions (sha256 {record.reconstructions_sha256[:12]}…) "
+                          f"are not the entry's ({expected[:12]}…); a record is signed for a handed-in run only when "
+                          "they are (re-run it in this invocation instead: reproduce ENTRY --key K)")
+
+
 def sign_record(record: ReproductionRecord, key) -> SignedRecord:
     return SignedRecord(record=record, signature=Signature(**sign_payload(record.model_dump(mode="json"), key)))
 
@@ -60,6 +71,8 @@ def reproduce_entry(entry_dir: Path, *, key_path: Path | None = None, record_pat
     if key is None:
         return Outcome(record, None, None)
     require_sandboxed(record, entry)
+    if from_run is not None:
+        require_entry_bytes(record, entry)
     path = Path(record_path) if record_path else Path(entry_dir) / RECORD_FILE
     write_record(path, sign_record(record, key))
     return Outcome(record, path, None)

@@ -8,7 +8,9 @@
   sha256 of its signed payload, its attack source). A forged or misplaced record fails the entry.
 - The record is not trusted on its `verdict`: its metrics are compared with the entry's claim here,
   within the reproduction tolerances, exactly as `reproduce` compares them (reproduction/compare.py),
-  and so are the scenario and query counts the re-run reported (schema_version 2 records). Only a
+  and so are the scenario and query counts the re-run reported (schema_version 2 records), and the
+  re-run's reconstructions hash with the entry's file (a record for other bytes vouches for nothing
+  on the board). Only a
   record with verdict "reproduced" whose own numbers agree with the claim lifts the trust level to
   "reproduced"; one whose numbers contradict the claim is reported and lifts nothing.
 """
@@ -107,6 +109,8 @@ def check(ctx: Context) -> list[Check]:
     problems = compare.metric_problems(comparisons)
     if rec.reported_by_run is not None:  # schema_version 2: the run's scenario and queries are part of the claim
         problems += compare.run_problems(compare.run_checks(payload, rec.reported_by_run))
+    # the entry's file hashes to payload.reconstructions.sha256 (checked by the reconstructions stage)
+    problems += compare.reconstruction_problems(payload.reconstructions.sha256, rec.reconstructions_sha256)
     line = ", ".join(f"{c.metric} {c.obtained:.4g}" for c in comparisons if c.obtained is not None)
     where = (f"by {who}, re-run on {rec.reported.device} as the run job reported it "
              f"(scored with toolkit {rec.toolkit_commit[:10] if rec.toolkit_commit else rec.toolkit_version})")

@@ -1,0 +1,81 @@
+"""Forged reproductions (issue 36, item 6), without re-running an attack: a run folder handed to
+`reproduce --from-run` that claims the sandbox, and a record whose reconstructions hash was swapped and
+signed again by a listed reproducer. Each is refused or lifts nothing; the genuine case beside it is the
+control. (tests/test_reproduce.py re-runs the attack itself: the slow set.)"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+from safetensors.numpy import save_file
+
+from reconbench.core.signing import load_private_key
+from reconbench.image.results import load_reconstructions
+from reconbench.reproduction.record import RECORD_FILE, RecordError, write_record
+from reconbench.reproduction.sign import reproduce_entry, sign_record
+from submission_helpers import fresh_board, listed_reproducer
+from test_submissions_hostile import flip_one_pixel
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory):
+    with listed_reproducer(tmp_path_factory.mktemp("reproducers")) as pair:
+        yield pair
+
+
+@pytest.fixture
+def board(tmp_path_factory, tmp_path, keys):
+    b = fresh_board(tmp_path_factory, tmp_path)
+    b.reproducer_key = keys[0]
+    return b
+
+
+def run_folder(board, tmp_path, *, images=None):
+    """A run folder as a run job uploads it (result.json and reconstructions), built from the entry's own
+    files, whose result.json claims the run was sandboxed by bubblewrap; `images`: other reconstructions."""
+    run = tmp_path / "run"
+    shutil.copytree(board.entry, run)
+    data = json.loads((run / "result.json").read_text())
+    data["payload"]["provenance"]["sandbox"] = "bubblewrap 0.11.0"
+    (run / "result.json").write_text(json.dumps(data))
+    if images is not None:
+        _, labels = load_reconstructions(run / "reconstructions.safetensors")
+        save_file({"images": np.ascontiguousarray(images), "labels": labels}, str(run / "reconstructions.safetensors"))
+    return run
+
+
+def test_a_run_folder_that_claims_bubblewrap_is_signed_only_for_the_entry_s_own_bytes(board, tmp_path):
+    """--from-run: the folder's word on the sandbox is not evidence. Reconstructions that are not the
+    entry's signed file (here: one pixel of each image changed, well within the metric tolerances) are
+    refused before anything is written; the entry's own bytes are signed (the control)."""
+    images, _ = load_reconstructions(board.recon)
+    forged = run_folder(board, tmp_path, images=flip_one_pixel(images))
+    record = tmp_path / "record.json"
+    unsigned = reproduce_entry(board.entry, from_run=forged).record
+    assert unsigned.reported.sandbox == "bubblewrap 0.11.0"  # what it claims, filed as the run's report
+    assert unsigned.verdict == "not-reproduced" and any("not the entry's file" in p for p in unsigned.problems)
+    with pytest.raises(RecordError, match="not the entry's"):
+        reproduce_entry(board.entry, from_run=forged, key_path=board.reproducer_key, record_path=record)
+    assert not record.exists()
+    shutil.rmtree(forged)
+    own = run_folder(board, tmp_path)
+    out = reproduce_entry(board.entry, from_run=own, key_path=board.reproducer_key, record_path=record)
+    assert record.is_file() and out.record.verdict == "reproduced"
+
+
+def test_a_record_whose_reconstructions_hash_was_swapped_and_re_signed_lifts_nothing(board, tmp_path):
+    """Validate compares the record's reconstructions hash with the entry's file: a listed reproducer's
+    record for other bytes, every metric within tolerance, leaves the entry where re-scoring put it."""
+    genuine = reproduce_entry(board.entry, from_run=run_folder(board, tmp_path)).record
+    key = load_private_key(board.reproducer_key)
+    write_record(board.entry / RECORD_FILE, sign_record(genuine, key))
+    assert board.only().trust == "reproduced"  # the control
+    swapped = genuine.model_copy(update={"reconstructions_sha256": "ab" * 32})
+    write_record(board.entry / RECORD_FILE, sign_record(swapped, key))
+    report = board.only()
+    check = next(c for c in report.checks if c.name == "reproduction")
+    assert report.trust == "signed" and check.status == "warn"
+    assert "not the entry's file" in check.message and "abababababab" in check.message
