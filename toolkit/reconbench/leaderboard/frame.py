@@ -18,6 +18,7 @@ import pandas as pd
 from reconbench.leaderboard import leakage
 from reconbench.image.metrics import METRICS
 from reconbench.core.tracks import TrackError, all_tracks
+from reconbench.submissions.identity import shown
 
 # ascending trust; "held" (near-copies of public images) is listed, never ranked, until reproduced
 TRUST_LEVELS = ("failed", "held", "signed", "re-scored", "reproduced")
@@ -99,7 +100,7 @@ def entries_frame(reports: Iterable) -> pd.DataFrame:
         row: dict = dict.fromkeys(COLUMNS, None)
         row.update(
             team=str(report.team),
-            team_name=str(team_info.name) if team_info is not None else str(report.team),
+            team_name=shown(team_info.name) if team_info is not None else str(report.team),
             entry_id=str(report.entry_id),
             entry_dir=str(report.path),
             page=entry_page(str(report.team), str(report.entry_id)),

@@ -16,6 +16,15 @@ same are one identity to a reader, whoever came first. The key of a text is buil
    (spaces, hyphens, underscores, dots, punctuation): "ReconBench baselines", "reconbench-baselines"
    and "Recon-Bench_Baselines" are one identity.
 
+Besides the clash between two names, a name on its own must be one a reader can see whole (UTS #39's
+General Security Profile, section 3.1, and its mixed-script rule, section 5; `profile_problems`): no
+default-ignorable or invisible code point (the Hangul filler U+3164, zero-width joiners), every letter
+and digit of Identifier_Status=Allowed (which leaves out obsolete and technical letters such as the
+tone letter U+0185 that passes for a b), ASCII spaces and punctuation beside them, and one script, or
+Latin with Han and Japanese kana, Bopomofo or Hangul (the Highly Restrictive level, section 5.2).
+Both tables (confusables.json, identifier_profile.json) are generated from the UTS #39 data ICU ships
+by scripts/make_identity_tables.py, never typed by hand.
+
 Skeleton, compatibility folding and case folding do not commute (capital I is l by the table but i
 by case folding; the long s is f by the table but s by NFKD), so a text has two keys: skeleton, NFKD,
 fold, and NFKD, fold, skeleton, each repeated until the text no longer changes, then letters and
@@ -32,6 +41,11 @@ import unicodedata
 from pathlib import Path
 
 TABLE = Path(__file__).with_name("confusables.json")
+PROFILE = Path(__file__).with_name("identifier_profile.json")
+ASCII_EXTRA = frozenset(" !\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")  # beside Allowed letters and digits in a display name
+# UTS #39 section 5.2, Highly Restrictive: one script, or Latin with one of these (Japanese, Chinese, Korean)
+HIGHLY_RESTRICTIVE = (frozenset({"Latn", "Hani", "Hira", "Kana"}), frozenset({"Latn", "Hani", "Bopo"}),
+                      frozenset({"Latn", "Hani", "Hang"}))
 MAX_ROUNDS = 4  # prototypes are themselves skeleton-stable in TR39; a few rounds cover folding's new characters
 
 
@@ -75,6 +89,65 @@ def identity_keys(text: str) -> frozenset[str]:
 
 def confusable(a: str, b: str) -> bool:
     return bool(identity_keys(a) & identity_keys(b))
+
+
+class _Ranges:
+    """A set of code points given as sorted [first, last] ranges."""
+
+    def __init__(self, ranges: list[list[int]]):
+        self.starts = [lo for lo, _ in ranges]
+        self.ends = [hi for _, hi in ranges]
+
+    def __contains__(self, c: str) -> bool:
+        import bisect
+
+        i = bisect.bisect_right(self.starts, ord(c)) - 1
+        return i >= 0 and ord(c) <= self.ends[i]
+
+
+@functools.lru_cache(maxsize=1)
+def _profile() -> tuple[_Ranges, _Ranges, dict[str, _Ranges]]:
+    data = json.loads(PROFILE.read_text(encoding="utf-8"))
+    return (_Ranges(data["allowed"]), _Ranges(data["default_ignorable"]),
+            {name: _Ranges(r) for name, r in data["script_extensions"].items()})
+
+
+def _scripts(c: str) -> frozenset[str] | None:
+    """Script_Extensions of an Allowed character; None for Common and Inherited (they go with any script)."""
+    found = frozenset(name for name, ranges in _profile()[2].items() if c in ranges)
+    return None if not found or found & {"Zyyy", "Zinh"} else found
+
+
+def hidden(c: str) -> bool:
+    """A character a reader cannot see or tell apart: default-ignorable, or not Allowed (and not ASCII)."""
+    allowed, ignorable, _ = _profile()
+    return c in ignorable or (c not in allowed and c not in ASCII_EXTRA)
+
+
+def profile_problems(text: str) -> list[str]:
+    """Why a display name (or slug) is not one a reader can see whole: see the module docstring."""
+    allowed, ignorable, _ = _profile()
+    problems = []
+    invisible = sorted({c for c in text if c in ignorable or unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")})
+    if invisible:
+        problems.append("contains invisible or default-ignorable characters: "
+                        + ", ".join(f"U+{ord(c):04X}" for c in invisible))
+    odd = sorted({c for c in text if c not in invisible and c not in allowed and c not in ASCII_EXTRA})
+    if odd:
+        problems.append("contains characters outside UTS #39's identifier profile (Identifier_Status=Allowed): "
+                        + ", ".join(f"U+{ord(c):04X} {unicodedata.name(c, '')}".rstrip() for c in odd))
+    sets = [found for c in text if c in allowed and (found := _scripts(c))]
+    if sets and not frozenset.intersection(*sets) and not any(all(s & allowed_mix for s in sets)
+                                                              for allowed_mix in HIGHLY_RESTRICTIVE):
+        names = sorted(set().union(*sets))
+        problems.append(f"mixes scripts ({', '.join(names)}): one script, or Latin with Han and kana, Bopomofo or "
+                        "Hangul (UTS #39, Highly Restrictive)")
+    return problems
+
+
+def shown(text: str) -> str:
+    """A name as the board prints it: what a reader could not see whole (hidden) escaped as \\uXXXX."""
+    return "".join(f"\\u{ord(c):04x}" if hidden(c) or unicodedata.category(c) in ("Cc", "Cf") else c for c in str(text))
 
 
 def parse_confusables_txt(text: str) -> dict[str, str]:

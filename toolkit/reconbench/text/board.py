@@ -25,6 +25,7 @@ import pandas as pd
 from reconbench.leaderboard import leakage, leakage_view
 from reconbench.leaderboard.frame import TRUST_RANK, UNRANKED, entry_folder, entry_page
 from reconbench.core.report import MetricInfo
+from reconbench.submissions.identity import shown
 
 TEXT_METRICS = ("bleu", "rouge_l", "similarity", "exact_match")
 TEXT_RANK_PREFERENCE = TEXT_METRICS
@@ -107,7 +108,7 @@ def text_frame(reports) -> pd.DataFrame:
         registered = p.attack.name in TEXT_ATTACKS
         linked = p.attack.name in TEXT_BY_NAME or p.attack.name in BY_NAME  # built in: it has an attack page
         row.update(
-            team=str(report.team), team_name=str(team_info.name) if team_info is not None else str(report.team),
+            team=str(report.team), team_name=shown(team_info.name) if team_info is not None else str(report.team),
             entry_id=str(report.entry_id), entry_dir=str(report.path), page=entry_page(str(report.team), str(report.entry_id)),
             trust=str(report.trust), trust_rank=TRUST_RANK.get(str(report.trust), 0), track=p.track,
             dataset=track.dataset if track else None, train_size=track.train_size if track else None,

@@ -4,7 +4,9 @@ Readers tell teams apart by their names, so a newcomer whose slug or display nam
 with an existing team's slug or display name, or with a name the maintainers reserve, would borrow
 that team's standing (a slug with the digit 1 for an l, the maintainers' display name in Cyrillic).
 Confusable means equal keys under reconbench.submissions.identity (Unicode TR39 skeletons, case,
-compatibility forms, accents, whitespace and punctuation ignored).
+compatibility forms, accents, whitespace and punctuation ignored). A slug or display name on its own
+must also be visible whole (identity.profile_problems: no invisible or default-ignorable character,
+UTS #39's Allowed identifier characters, no mixed scripts), whoever came first.
 
 First come, first served, as for entries (board.Board.team_arrival): the team that reached the
 board first keeps its identity and the later one fails, with the earlier one named. In a checkout
@@ -20,7 +22,7 @@ import tomllib
 from pathlib import Path
 
 from reconbench.submissions.checks.base import Check, CheckFailed, Context
-from reconbench.submissions.identity import identity_keys
+from reconbench.submissions.identity import identity_keys, profile_problems
 from reconbench.submissions.layout import show
 
 RESERVED_FILE = "identities.toml"
@@ -79,6 +81,8 @@ def check(ctx: Context) -> list[Check]:
     mine = board.team_arrival(team.slug)
     earlier = {slug: t for slug, t in board.teams().items() if slug != team.slug and board.team_arrival(slug) < mine}
     problems = clash(team, earlier, reserved_names(REPRODUCERS))
+    problems += [f"team {what} {show(value)!r} {p}" for what, value in (("slug", team.slug), ("display name", team.name))
+                 for p in profile_problems(value)]
     if problems:
         raise CheckFailed(problems[0] + " (slugs and display names must not be confusable: Unicode TR39 skeletons, "
                           "case, 0/O and 1/l, accents, spaces and punctuation ignored)"
