@@ -215,6 +215,15 @@ def test_user_attack_rule(board):
         assert "file.py:Class" in failure(board.only()).message
 
 
+@pytest.mark.parametrize("name", ["rni-face", "mi_face", "miface", "deep-1eakage", "deep-leakage-"])
+def test_an_ascii_look_alike_of_a_registered_attack_name_is_refused(board, name):
+    """Issue 36: a user's own attack under a name that reads as a registered one (rn for m, 1 for l,
+    punctuation) is refused as a team name would be; a name of its own passes (test_user_attack_rule)."""
+    board.resign(lambda p: p["attack"].update(name=name, code="mine.py:Mine"))
+    check = failure(board.only())
+    assert check.name == "registry" and "looks like the registered attack" in check.message, check.message
+
+
 def test_unknown_track(board):
     board.resign(lambda p: p.update(track="cifar-nonexistent"))
     check = failure(board.only())

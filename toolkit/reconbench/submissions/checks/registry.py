@@ -62,6 +62,14 @@ def _surrogate_problem(track, surrogate) -> str | None:
     return None
 
 
+def registered_look_alike(name: str) -> str | None:
+    """The registered attack (any modality's catalogue) whose name `name` is confusable with, if any."""
+    from reconbench.core.catalogue import CATALOGUE, TEXT_CATALOGUE
+    from reconbench.submissions.identity import confusable
+
+    return next((a.name for a in (*CATALOGUE, *TEXT_CATALOGUE) if a.name != name and confusable(a.name, name)), None)
+
+
 def _attack_problem(ctx: Context, scenario: Scenario, track) -> str | None:
     attack = ctx.result.payload.attack
     cls = ATTACKS.get(attack.name)
@@ -69,6 +77,11 @@ def _attack_problem(ctx: Context, scenario: Scenario, track) -> str | None:
     if surrogate is not None and cls is None:
         return f"a surrogate entry runs a registered attack (the route never imports one's own), not '{attack.name}'"
     if cls is None:
+        twin = registered_look_alike(attack.name)
+        if twin:
+            return (f"attack name '{attack.name}' looks like the registered attack '{twin}' (names are compared as "
+                    "team names are: TR39 skeletons, case, 0/O and 1/l, spaces and punctuation ignored); "
+                    "a user's own attack needs a name of its own")
         if not USER_CODE.fullmatch(attack.code):
             return (f"attack '{attack.name}' is not registered, so its code must be the file.py:Class "
                     f"reference evaluate records for a user's own attack, not '{attack.code}'")
