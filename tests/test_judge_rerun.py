@@ -68,6 +68,17 @@ def flip_votes(payload):
         payload["aggregates"][mode] = aggregates([{"votes": t["votes"][mode]} for t in payload["targets"]], k, repeats)
 
 
+def invent_votes(payload):
+    """Every vote invented: the first position shown, whatever the judge answered, made consistent."""
+    k, repeats = len(payload["conditions"]), payload["options"]["repeats"]
+    for t in payload["targets"]:
+        for votes in t["votes"].values():
+            for v in votes:
+                v["position"], v["answers"], v["condition"] = 2, ["2"], v["order"][0]
+    for mode in payload["aggregates"]:
+        payload["aggregates"][mode] = aggregates([{"votes": t["votes"][mode]} for t in payload["targets"]], k, repeats)
+
+
 def page_of(folder, board):
     from reconbench.leaderboard.judgements import build_judgements, study_page
     from reconbench.leaderboard.pages import Pages
@@ -102,8 +113,9 @@ def test_a_maintainers_re_run_that_agrees_is_shown_as_such(honest, tmp_path, rep
     assert "re-run by the maintainers" in index
 
 
-def test_a_re_signed_study_with_flipped_votes_validates_but_is_not_confirmed(honest, tmp_path, reproducer):
-    folder, board = copy_study(honest, tmp_path, flip_votes)
+@pytest.mark.parametrize("forge", [flip_votes, invent_votes], ids=["inverted", "invented"])
+def test_a_re_signed_study_with_flipped_votes_validates_but_is_not_confirmed(honest, tmp_path, reproducer, forge):
+    folder, board = copy_study(honest, tmp_path, forge)
     report = check_study(folder, board)
     assert report.ok, report.checks  # consistent: validation alone cannot tell
     assert "<b>Self-reported</b>" in page_of(folder, board)[0]

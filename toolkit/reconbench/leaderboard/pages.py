@@ -28,6 +28,7 @@ import pandas as pd
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
+from reconbench.core.redact import no_machine_paths
 from reconbench.leaderboard.frame import BOARD_METRICS, LABELS, attack_page
 from reconbench.image.metrics import METRICS
 
@@ -156,12 +157,9 @@ def render_readme(text: str | None) -> Markup | None:
 
 # An absolute path of the machine that ran or validated an entry (a cache, a home folder): never
 # published. URLs are left alone (their slashes follow "://" or a host name).
-MACHINE_PATH = re.compile(r"(?<![\w:/.~-])/(?:[\w.@+-]+/)+([\w.@+-]*)")
-
-
 def no_paths(text) -> str:
-    """Text for a public page with every absolute local path cut to its last part."""
-    return MACHINE_PATH.sub(lambda m: f"…/{m.group(1)}" if m.group(1) else "…/", str(text))
+    """Text for a public page with every absolute local path cut to its last part (core/redact.py)."""
+    return no_machine_paths(text)
 
 
 def merged_checks(checks) -> list[dict]:

@@ -93,7 +93,7 @@ def _rerun(entry: Entry, out: Path, *, device: str, weights_dir: Path | None, pr
 
     p = entry.result.payload
     common = dict(track_id=p.track, scenario=p.scenario, seed=p.provenance.seed, device=device, out=out,
-                  budget=p.attack.budget or "default", progress=progress, command=f"recon-submit reproduce {entry.folder}")
+                  budget=p.attack.budget or "default", progress=progress, command=f"recon-submit reproduce submissions/{entry.team}/{entry.folder.name}")  # no machine path
     with tempfile.TemporaryDirectory() as tmp:
         key = Path(tmp) / "throwaway.pem"  # the run's own signature means nothing; the record is what counts
         generate_key(key)

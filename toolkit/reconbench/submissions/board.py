@@ -88,6 +88,7 @@ class Board:
         self._payloads: dict[Path, object] = {}  # entry -> its signed payload (image or text)
         self._entries = 0
         self._git: dict[Path, tuple[int, int]] = {}
+        self._history = None  # key_history.KeyHistory, read when a signature check first asks
         self._spaces: dict[Path, object] = {}
         self._teams: dict[str, Team] = {}
         self._features: dict[Path, object] = {}
@@ -163,6 +164,15 @@ class Board:
             return datetime.fromtimestamp(self._git[entry][1], timezone.utc).date()
         info = self._info.get(entry)
         return info["finished"].date() if info else today
+
+    def listed_at_arrival(self, entry: Path, key: str) -> tuple[bool, str] | None:
+        """Whether the team.toml of the commit that brought `entry` to the main line listed `key` as current
+        (key_history.py: read from the history, not from anyone's dates); None where it cannot say."""
+        if self._history is None:
+            from reconbench.submissions.key_history import KeyHistory
+
+            self._history = KeyHistory(self.root)
+        return self._history.listed_at_arrival(entry, key)
 
     def teams(self) -> dict[str, Team]:
         """Every team folder under the root whose team.toml parses, by slug."""

@@ -1,5 +1,6 @@
 """Key changes of a pull request: every key added to or removed from an existing team's team.toml,
-compared with the base branch's submissions/ folder. Each is flagged "maintainer review required"
+compared with the base branch's submissions/ folder, or without one with the git history's
+(HEAD's first parent: key_history.py). Each is flagged "maintainer review required"
 in the validation report: a signature proves who signed, and team.toml says who that may be, so a
 change to it is a change of identity that only a person can confirm (reviewing guide: site/reviewing.md).
 """
@@ -46,27 +47,40 @@ def _teams(root: Path) -> dict[str, Team]:
     return out
 
 
-def key_changes(root: Path, base_root: Path) -> list[KeyChange]:
-    """Keys added to / removed from teams that exist in `base_root` (a new team's keys are its own)."""
-    now, before = _teams(root), _teams(base_root)
+def key_changes(root: Path, base_root: Path | None) -> list[KeyChange]:
+    """Keys added to / removed from teams that exist in `base_root` (a new team's keys are its own).
+    Without a base branch, the base is the git history's: HEAD's first parent (key_history.py)."""
+    now = {slug: frozenset(t.current_keys) for slug, t in _teams(root).items()}
+    if base_root is not None:
+        before = {slug: frozenset(t.current_keys) for slug, t in _teams(base_root).items()}
+    else:
+        from reconbench.submissions.key_history import teams_at_parent
+
+        before = teams_at_parent(root)
+        if before is None:
+            return []
+    return _changes(now, before)
+
+
+def _changes(now: dict[str, frozenset[str]], before: dict[str, frozenset[str]]) -> list[KeyChange]:
     owners: dict[str, set[str]] = {}
-    for slug, team in now.items():
-        for k in team.current_keys:
+    for slug, keys in now.items():
+        for k in keys:
             owners.setdefault(k, set()).add(slug)
     changes = []
-    for slug, team in sorted(now.items()):
+    for slug, keys in sorted(now.items()):
         if slug not in before:
-            for k in team.current_keys:  # a new team listing a key another team already has
+            for k in sorted(keys):  # a new team listing a key another team already has
                 others = tuple(sorted(owners[k] - {slug}))
                 if others:
                     changes.append(KeyChange(slug, key_id(k), "added", others))
             continue
-        old, new = set(before[slug].current_keys), set(team.current_keys)
+        old, new = before[slug], keys
         for k in sorted(new - old):
             changes.append(KeyChange(slug, key_id(k), "added", tuple(sorted(owners[k] - {slug}))))
         for k in sorted(old - new):
             changes.append(KeyChange(slug, key_id(k), "removed"))
     for slug in sorted(set(before) - set(now)):  # a team.toml deleted: its keys are gone
-        for k in before[slug].current_keys:
+        for k in sorted(before[slug]):
             changes.append(KeyChange(slug, key_id(k), "removed"))
     return changes

@@ -274,7 +274,7 @@ def validate_board(paths: list[Path] | None = None, root: Path = DEFAULT_ROOT, *
                    for u in selection.units]
     hold_extraordinary(reports, root)  # needs every report: the reference is the track's reproduced entries
     reports.sort(key=lambda r: (not r.is_entry, r.team, r.entry_id, str(r.path)))
-    changes = key_changes(root, base_root) if base_root is not None else []
+    changes = key_changes(root, base_root)  # without a base branch: the git history's (key_history.py)
     return BoardReport(entries=reports, outside=selection.outside, removed=selection.removed, empty=empty,
                        key_changes=changes)
 

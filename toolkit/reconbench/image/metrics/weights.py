@@ -154,7 +154,13 @@ def load_weights(spec: WeightSpec, weights_dir: str | os.PathLike | None = None)
     return None
 
 
+STATUS_COMMAND = "recon-submit weights status"
+
+
 def missing_note(metric: str, spec: WeightSpec, reason: str | None = None) -> str:
-    """The not-computed note: what is missing, where it was looked for, the one command that fetches it."""
-    why = reason or f"{spec.filename} is not in {weights_cache_dir()}"
+    """The not-computed note: what is missing, where it was looked for, the one command that fetches it.
+    The note is signed into results and published: it names no folder of this machine (core/redact.py)."""
+    from reconbench.core.redact import no_machine_paths
+
+    why = no_machine_paths(reason) if reason else f"{spec.filename} is not in the weights cache ({STATUS_COMMAND} shows where)"
     return f"{metric}: not computed ({spec.key} weights unavailable: {why}; fetch them with `{FETCH_COMMAND}`)"

@@ -1,5 +1,7 @@
 """Check 3, signature: valid ed25519 over the RFC 8785 payload, by a key the team's team.toml listed on
-the day the entry reached the board (keys carry the dates they were added and removed: team.py)."""
+the day the entry reached the board (keys carry the dates they were added and removed: team.py), and,
+in a git checkout, in the team.toml of the commit that brought the entry to the main line (key_history.py:
+the history's word, which no back-dated commit or edited date changes)."""
 
 from __future__ import annotations
 
@@ -30,4 +32,9 @@ def check(ctx: Context) -> list[Check]:
         span = f"from {record.added or 'the start'}" + (f" until {record.removed}" if record.removed else "")
         raise CheckFailed(f"result.json: signed by key {ctx.key_id}, which {team.slug}/team.toml lists only {span}; "
                           f"this entry reached the board on {day}")
-    return [Check("signature", "pass", f"signed by key {ctx.key_id}, listed in {team.slug}/team.toml on {day}")]
+    history = ctx.board.listed_at_arrival(ctx.entry_dir, result.signature.public_key)
+    if history is not None and not history[0]:  # the history's word, whatever dates the files or commits carry
+        raise CheckFailed(f"result.json: signed by key {ctx.key_id}, which {team.slug}/team.toml did not list as a "
+                          f"current key at commit {history[1][:12]}, where this entry reached the main line")
+    where = f"at commit {history[1][:12]}" if history is not None else f"on {day}"
+    return [Check("signature", "pass", f"signed by key {ctx.key_id}, listed in {team.slug}/team.toml {where}")]
