@@ -9,9 +9,12 @@ claim, whatever its `verdict` says.
   without the weights); every other claimed metric must be re-computed and within its tolerance.
 - The run's scenario must be the claim's (exact), and its query counts (provenance.queries, and a
   surrogate's stealing queries) must equal the claim's (tolerances.QUERIES says why exactly).
-- The re-run's reconstructions must be the entry's very file (sha256): a re-run with the recorded seed,
-  configuration and thread count makes the same bytes, and only then do the record's metrics speak
-  for the file the board ranks; a record naming other bytes (a swapped hash, re-signed) lifts nothing.
+- A run the signer did not make itself (handed in: `reproduce --from-run`, or a record that does not
+  say) must have made the entry's very reconstructions file (sha256): its report of how it ran (the
+  sandbox, the machine) is its own word, and only identical bytes tie the record to the file the board
+  ranks. A record naming other bytes (a swapped hash, re-signed) lifts nothing. A re-run the signer
+  made in its own sandbox (run_seen "same-invocation") may differ in its bytes on another machine, within
+  the tolerances (docs/architecture.md, "Reproduction").
 """
 
 from __future__ import annotations
@@ -77,9 +80,10 @@ def run_problems(checks: list[RunCheck]) -> list[str]:
             for c in checks if not c.ok]
 
 
-def reconstruction_problems(claimed_sha256: str, obtained_sha256: str) -> list[str]:
-    """Why a re-run's reconstructions do not speak for the entry's file ([] when they are its bytes)."""
-    if obtained_sha256 == claimed_sha256:
+def reconstruction_problems(claimed_sha256: str, obtained_sha256: str, run_seen: str | None) -> list[str]:
+    """Why a re-run's reconstructions do not speak for the entry's file ([] when they are its bytes, or
+    when the signer made the re-run itself)."""
+    if obtained_sha256 == claimed_sha256 or run_seen == "same-invocation":
         return []
     return [f"the re-run's reconstructions (sha256 {obtained_sha256[:12]}…) are not the entry's file "
-            f"({claimed_sha256[:12]}…)"]
+            f"({claimed_sha256[:12]}…), and the signer did not make the re-run itself"]

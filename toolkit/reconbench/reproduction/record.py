@@ -98,6 +98,9 @@ class ReproductionRecord(Strict):
         description="what the job that ran the attack reported (its result.json); not verified by the signer")
     run_checks: list[RunCheck] = Field(default_factory=list, max_length=8, exclude_if=_absent)
     reconstructions_sha256: Sha256
+    # how the signer came by the run: re-run in its own sandbox in the same invocation, or handed in
+    # (--from-run; then its reconstructions must be the entry's own file: reproduction/compare.py)
+    run_seen: Literal["same-invocation", "handed-in"] | None = Field(default=None, exclude_if=_absent)
     metrics: dict[Annotated[str, StringConstraints(max_length=40)], MetricResult]
     comparisons: list[Comparison] = Field(max_length=64)
     problems: list[Short] = Field(default_factory=list, max_length=64, exclude_if=_absent,

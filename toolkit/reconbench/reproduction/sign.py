@@ -35,6 +35,18 @@ def require_sandboxed(record: ReproductionRecord, entry) -> None:
                           "a reproduction record is signed only for a sandboxed re-run (install bubblewrap: docs/sandbox.md)")
 
 
+def seen(record: ReproductionRecord, entry, made_here: bool) -> ReproductionRecord:
+    """The record, saying how the signer came by the run; a handed-in run that did not make the entry's
+    own file is not a reproduction of it (reproduction/compare.py)."""
+    from reconbench.reproduction.compare import reconstruction_problems
+
+    run_seen = "same-invocation" if made_here else "handed-in"
+    problems = record.problems + reconstruction_problems(entry.result.payload.reconstructions.sha256,
+                                                         record.reconstructions_sha256, run_seen)
+    return record.model_copy(update={"run_seen": run_seen, "problems": problems,
+                                     "verdict": "not-reproduced" if problems else record.verdict})
+
+
 def require_entry_bytes(record: ReproductionRecord, entry) -> None:
     """A run folder handed in (--from-run) is not a run this invocation made: its result.json's word on the
     sandbox proves nothing. It is signed only when its reconstructions are the entry's own signed file
@@ -67,7 +79,7 @@ def reproduce_entry(entry_dir: Path, *, key_path: Path | None = None, record_pat
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = from_run or rerun(entry, Path(tmp) / "run", device=device, max_seconds=max_seconds,
                                     weights_dir=weights_dir, progress=progress)
-        record = score_run(entry, run_dir, device=device, weights_dir=weights_dir)
+        record = seen(score_run(entry, run_dir, device=device, weights_dir=weights_dir), entry, from_run is None)
     if key is None:
         return Outcome(record, None, None)
     require_sandboxed(record, entry)

@@ -9,8 +9,8 @@
 - The record is not trusted on its `verdict`: its metrics are compared with the entry's claim here,
   within the reproduction tolerances, exactly as `reproduce` compares them (reproduction/compare.py),
   and so are the scenario and query counts the re-run reported (schema_version 2 records), and the
-  re-run's reconstructions hash with the entry's file (a record for other bytes vouches for nothing
-  on the board). Only a
+  re-run's reconstructions hash with the entry's file (a run the signer did not make itself must have
+  made these very bytes: compare.reconstruction_problems). Only a
   record with verdict "reproduced" whose own numbers agree with the claim lifts the trust level to
   "reproduced"; one whose numbers contradict the claim is reported and lifts nothing.
 """
@@ -110,7 +110,7 @@ def check(ctx: Context) -> list[Check]:
     if rec.reported_by_run is not None:  # schema_version 2: the run's scenario and queries are part of the claim
         problems += compare.run_problems(compare.run_checks(payload, rec.reported_by_run))
     # the entry's file hashes to payload.reconstructions.sha256 (checked by the reconstructions stage)
-    problems += compare.reconstruction_problems(payload.reconstructions.sha256, rec.reconstructions_sha256)
+    problems += compare.reconstruction_problems(payload.reconstructions.sha256, rec.reconstructions_sha256, rec.run_seen)
     line = ", ".join(f"{c.metric} {c.obtained:.4g}" for c in comparisons if c.obtained is not None)
     where = (f"by {who}, re-run on {rec.reported.device} as the run job reported it "
              f"(scored with toolkit {rec.toolkit_commit[:10] if rec.toolkit_commit else rec.toolkit_version})")
