@@ -29,6 +29,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from reconbench.leaderboard.frame import BOARD_METRICS, LABELS, attack_page
+from reconbench.leaderboard.labels import labels_wrong
 from reconbench.image.metrics import METRICS
 
 FRAGMENT = re.compile(r"<!--rb:html-->(.*?)<!--/rb:html-->", re.S)
@@ -103,6 +104,14 @@ def metric_cell(row: pd.Series, metric: str) -> str:
     if value is None or pd.isna(value):
         return "n/a"
     cov = row.get(f"{metric}_coverage")
+    wrong = labels_wrong(row.get(f"{metric}_note"))
+    if wrong is not None:  # reconstructions of a class the targets lack: a count apart, not worst-value quality
+        quality = wrong.quality(float(value))
+        kept = wrong.total - wrong.count
+        text = f"{quality:.3f} on {kept} of {wrong.total}" if quality is not None else f"{value:.3f}"
+        if cov is not None and pd.notna(cov):
+            text += f" ({100 * cov:.2f}%)"
+        return text + f" · {wrong.count} label wrong"
     text = f"{value:.3f}"
     std = row.get(f"{metric}_std")
     if std is not None and pd.notna(std):  # a seed group (leaderboard/seeds.py): mean ± std
