@@ -209,7 +209,7 @@ def test_membership_table_uses_the_boards_corrected_rule(tmp_path):
     folder = tmp_path / "e"
     folder.mkdir()
     (folder / "result.json").write_text(json.dumps({"payload": {"membership": {"metrics": {
-        "ssim": {"value": 0.01, "p": 0.006}, "knn_dist": {"value": 0.5, "p": 0.4}, "mse": {"value": 0.0, "p": 0.5}}}}}))
+        "ssim": {"value": None, "gap": 0.01, "p": 0.006}, "knn_dist": {"value": 0.5, "p": 0.4}, "mse": {"value": 0.0, "p": 0.5}}}}}))
     row = entry("fashion-n100", "deepdream", WB, ssim=0.2) | {"entry_dir": str(folder)}
     _, gaps = findings.verdicts(frame(row), CONDITIONS)
     assert gaps[0]["leaks"] is False and gaps[0]["significant"] == [] and gaps[0]["tests"] == 3

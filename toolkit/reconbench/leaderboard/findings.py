@@ -367,8 +367,13 @@ def _gaps_in_result(folder: Path) -> dict:
     except (OSError, ValueError, KeyError):
         return {}
     metrics = (payload.get("membership") or {}).get("metrics") or {}
-    return {m: {"value": g.get("value", g.get("gap")), "p": g.get("p"), "low": g.get("low"), "high": g.get("high")}
-            for m, g in metrics.items() if isinstance(g, dict) and g.get("value", g.get("gap")) is not None}
+    out = {}
+    for m, g in metrics.items():
+        value = g.get("value") if isinstance(g, dict) and g.get("value") is not None else \
+            g.get("gap") if isinstance(g, dict) else None  # a result's gap block names it `gap` (value: None)
+        if value is not None:
+            out[m] = {"value": value, "p": g.get("p"), "low": g.get("low"), "high": g.get("high")}
+    return out
 
 
 def board_verdict(gaps: dict) -> tuple[bool | None, list[str]]:
