@@ -41,9 +41,7 @@ WB_NONE, WB_SAME = "static/white-box/none", "static/white-box/same"
 # The per-target extraction count (issue 33) once it is on the board: the column the memorization
 # claim and the defenses view read. Absent today: both say so.
 EXTRACTION = "extraction_count"
-SIGNIFICANCE = (f"the board's rule: an entry leaks when the smallest p of its metrics' gaps, times their number "
-                f"(Bonferroni over the metrics of one entry), is below {ALPHA:g} and that gap is positive "
-                "(reconbench.core.membership.entry_leaks)")
+SIGNIFICANCE = leakage.SIGNIFICANCE_RULE  # the boards' rule, stated on both
 
 
 @dataclass
