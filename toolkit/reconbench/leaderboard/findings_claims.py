@@ -66,7 +66,8 @@ def _verdict(cond: Conditions, comparisons: list[tuple[str, Comparison]], table:
     if not comparisons:
         return Verdict(UNTESTABLE, "", table, [absent or "no entries to compare"], cond.describe(), cond.command)
     status, missing = combine(comparisons)
-    reason = "; ".join(f"{name}: {c.text}" if name else c.text for name, c in comparisons if c.text)
+    # a pair's name prefixes its text only where the text does not say it already (labels name the track)
+    reason = "; ".join(f"{name}: {c.text}" if name and name not in c.text else c.text for name, c in comparisons if c.text)
     powers = [c.power for _, c in comparisons if c.power is not None]
     return Verdict(status, reason, table, missing, cond.describe(), cond.command if status == UNTESTABLE else None,
                    min(powers) if powers else None, FALSE_POSITIVE if status != UNTESTABLE else None)

@@ -308,7 +308,7 @@ def combine(comparisons: list[tuple[str, Comparison]]) -> tuple[str, list[str]]:
     """A claim over several comparisons: decided only when every one is; holds when all hold."""
     if not comparisons:
         return UNTESTABLE, []
-    missing = [f"{name}: {m}" if name else m for name, c in comparisons for m in c.missing]
+    missing = [f"{name}: {m}" if name and name not in m else m for name, c in comparisons for m in c.missing]
     if missing:
         return UNTESTABLE, list(dict.fromkeys(missing))
     return (HOLDS if all(c.status == HOLDS for _, c in comparisons) else FAILS), []
