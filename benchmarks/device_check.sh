@@ -3,6 +3,9 @@
 #
 #   benchmarks/device_check.sh                     # on the GPU machine: every row on cuda
 #   benchmarks/device_check.sh --device cpu --dry  # tiny sizes on the CPU (tests/test_device_check.py)
+#   benchmarks/device_check.sh --findings          # the findings page's runs at the papers' default budgets
+#                                                  # (docs/grids/findings-gpu.toml) for FINDINGS_SECONDS (480)
+#   benchmarks/device_check.sh --findings --device cpu --dry-run   # its grid expanded and checked, nothing run
 #
 # Rows: the pairwise metric engine on CUDA vs the CPU (same values? speed ratio), LPIPS and FID on
 # CUDA, DeepInversion and one GAN-prior attack at a small budget (time per iteration), one zoo
@@ -24,8 +27,9 @@ DRY=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --device) DEVICE="$2"; shift 2 ;;
-    --dry) DRY="--dry"; shift ;;
-    *) echo "usage: $0 [--device cuda|cpu] [--dry]" >&2; exit 2 ;;
+    --dry|--dry-run) DRY="--dry"; shift ;;
+    --findings) ROWS="${ROWS:-findings}"; ROW_TIMEOUT="${ROW_TIMEOUT:-$(( ${FINDINGS_SECONDS:-480} + 90 ))}"; shift ;;
+    *) echo "usage: $0 [--device cuda|cpu] [--dry|--dry-run] [--findings]" >&2; exit 2 ;;
   esac
 done
 

@@ -152,8 +152,43 @@ def row_sweep(device: str, dry: bool) -> str:
     return f"2 jobs done and verified in {seconds:.1f} s (Ray start included), {device}, 0.5 GPU each"
 
 
+def row_findings(device: str, dry: bool) -> str:
+    """docs/grids/findings-gpu.toml: the findings page's runs at the papers' default budgets (official GAN
+    widths), one after another on the device until FINDINGS_SECONDS (default 480) have gone; the signed
+    results stay in FINDINGS_OUT (default sweep-results/findings-gpu) for `recon-submit submit`. --dry:
+    the grid is expanded and checked (every job's attack, cell and options), nothing runs."""
+    import os
+
+    from reconbench.core.signing import generate_key
+    from reconbench.sweep import load_grid, run_sweep
+
+    grid = load_grid(REPO / "docs" / "grids" / "findings-gpu.toml", budget="default")
+    seeds = sorted({j.seed for j in grid.jobs})
+    if dry:
+        return (f"{len(grid.jobs)} jobs at the default budget, seeds {seeds}, {grid.not_applicable} not applicable "
+                f"(dry: none run)")
+    out = Path(os.environ.get("FINDINGS_OUT", "sweep-results/findings-gpu"))
+    limit = float(os.environ.get("FINDINGS_SECONDS", "480"))
+    key, _ = generate_key(Path(tempfile.mkdtemp()) / "k.pem")
+    t0, done, failed, per_attack = time.perf_counter(), 0, [], {}
+    for job in grid.jobs:
+        if time.perf_counter() - t0 > limit:
+            break
+        summary = run_sweep([job], out=out, key_path=key, device=device, backend="local", weights_dir=NO_WEIGHTS,
+                            grid=grid.name)
+        outcome = summary.outcomes[0]
+        if outcome.status in ("done", "skipped"):
+            done += 1
+            per_attack.setdefault(f"{job.track}/{job.attack}", []).append(outcome.seconds or 0.0)
+        else:
+            failed.append(f"{job.id}: {outcome.error or outcome.status}")
+    timing = "; ".join(f"{k} {sum(v) / len(v):.0f} s" for k, v in per_attack.items())
+    return (f"{done} of {len(grid.jobs)} jobs done in {time.perf_counter() - t0:.0f} s, {len(failed)} failed"
+            + (f" ({failed[0]})" if failed else "") + (f"; mean per job: {timing}" if timing else "") + f"; results in {out}")
+
+
 ROWS = {"pairwise": row_pairwise, "lpips": row_lpips, "fid": row_fid, "deepinversion": row_deepinversion,
-        "gan": row_gan, "zoo": row_zoo, "sweep": row_sweep}
+        "gan": row_gan, "zoo": row_zoo, "sweep": row_sweep, "findings": row_findings}
 
 
 def main(argv: list[str]) -> int:

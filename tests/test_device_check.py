@@ -53,3 +53,11 @@ def test_gan_row_is_skipped_with_a_note_when_no_gan_attack_is_registered(monkeyp
     monkeypatch.setattr(attacks, "ATTACKS", {k: v for k, v in attacks.ATTACKS.items() if k not in device_rows.GAN_ATTACKS})
     with pytest.raises(LookupError, match="^skipped: no GAN-prior attack"):
         device_rows.row_gan("cpu", True)
+
+
+def test_findings_grid_at_default_budgets_expands_in_a_dry_run():
+    """The GPU path of the findings page (issue 35): one prepared call, checked here without running a job."""
+    out = script("--findings", "--device", "cpu", "--dry-run", rows="findings")
+    assert out.returncode == 0, out.stdout + out.stderr
+    line = next(l for l in out.stdout.splitlines() if l.startswith("| findings |"))
+    assert "| ok |" in line and re.search(r"\| \d{2,} jobs at the default budget, seeds \[0, 1, 2\], 0 not applicable", line)

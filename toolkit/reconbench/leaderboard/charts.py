@@ -115,6 +115,27 @@ def reference_traces(references: list[dict], metric: str, x_range: tuple[float, 
     return traces
 
 
+def grouped_references(references: list[dict], metric: str) -> list[dict]:
+    """One reference per kind (noise, aux, aux mean): the best of that kind over the family's tracks and
+    cells, so that a chart across sizes carries a few lines rather than one per track, cell and kind."""
+    lower = METRICS[metric].direction == "↓"
+    best: dict[str, tuple[dict, int]] = {}
+    for ref in references:
+        value = (ref.get("metrics") or {}).get(metric)
+        if not value or value.get("value") is None:
+            continue
+        kind = ref.get("kind") or ref.get("short") or ref["label"]
+        held, count = best.get(kind, (None, 0))
+        better = held is None or (value["value"] < held["metrics"][metric]["value"]) == lower
+        best[kind] = (ref if better else held, count + 1)
+    out = []
+    for ref, count in best.values():
+        where = "best over this family's tracks and cells" if count > 1 else ref.get("track", "")
+        out.append({**ref, "short": f"{ref.get('short', ref['label'])} ({where})" if where else ref.get("short", ref["label"]),
+                    "data": None, "training": None, "track": None})
+    return out
+
+
 def memorization_figure(frame: pd.DataFrame, track, tracks: list, references: list[dict] | None = None
                         ) -> go.Figure | None:
     """Metric vs. training-set size, one line per attack (best entry per attack and track).
@@ -159,10 +180,10 @@ def memorization_figure(frame: pd.DataFrame, track, tracks: list, references: li
             for m in metrics:
                 visible_by_metric[m].append(m == metric)
     refs = references or []
-    many = len({r.get("track") for r in refs}) > 1
     sizes = sorted({int(t.train_size) for t in family.values()})
     for metric in metrics:
-        for trace in reference_traces(refs, metric, (sizes[0], sizes[-1]), many, visible=metric == first):
+        for trace in reference_traces(grouped_references(refs, metric), metric, (sizes[0], sizes[-1]),
+                                      visible=metric == first):
             fig.add_trace(trace)
             for m in metrics:
                 visible_by_metric[m].append(m == metric)

@@ -56,7 +56,10 @@ def on_config(config):
     from reconbench.leaderboard import findings, track_cards  # model cards; the SoK findings page
 
     track_cards.add_to_bundle(_bundle)
-    findings.add_to_bundle(_bundle)
+    findings.add_to_bundle(_bundle, Path(config.config_file_path).parent / findings.CONDITIONS)
+    from reconbench.leaderboard import defenses  # SoK Table 10 on Fashion-MNIST
+
+    defenses.add_to_bundle(_bundle)
     _summaries = summaries(_bundle.frame)
     phases = ", ".join(f"{k} {v:.2f} s" for k, v in _bundle.timings.items() if k != "total")
     log.info("reconbench: %d entries from %s (re-score %s) in %.2f s (%s)", len(_bundle.frame), root,

@@ -24,6 +24,10 @@ GAP_FIELDS = ("", "_low", "_high", "_p", "_vs_target", "_vs_holdout")
 COLUMNS = [f"gap_{m}{f}" for m in GAP_METRICS for f in GAP_FIELDS] + [f"lift_{m}" for m in GAP_METRICS] + [
     "leaks", "verdict", "holdout_sha256", "membership"]
 LEAK_LABELS = {"knn_dist": "KNN distance", "acc_top1": "Acc@1", "acc_top5": "Acc@5"}
+# The one significance rule of the boards and the findings page (each page states it)
+SIGNIFICANCE_RULE = (f"an entry leaks when the smallest p of its metrics' membership gaps, times their number "
+                     f"(Bonferroni over the metrics of one entry), is below {ALPHA:g} and that gap is positive "
+                     "(reconbench.core.membership.entry_leaks)")
 LEAKS = f"recovers training data (p < {ALPHA:g})"
 NO_LEAK = "no measurable leakage"
 VERDICT_TEXT = {

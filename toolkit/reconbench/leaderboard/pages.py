@@ -30,6 +30,7 @@ from markupsafe import Markup
 
 from reconbench.core.redact import no_machine_paths
 from reconbench.leaderboard.frame import BOARD_METRICS, LABELS, attack_page
+from reconbench.leaderboard.labels import labels_wrong
 from reconbench.image.metrics import METRICS
 
 FRAGMENT = re.compile(r"<!--rb:html-->(.*?)<!--/rb:html-->", re.S)
@@ -104,6 +105,14 @@ def metric_cell(row: pd.Series, metric: str) -> str:
     if value is None or pd.isna(value):
         return "n/a"
     cov = row.get(f"{metric}_coverage")
+    wrong = labels_wrong(row.get(f"{metric}_note"))
+    if wrong is not None:  # reconstructions of a class the targets lack: a count apart, not worst-value quality
+        quality = wrong.quality(float(value))
+        kept = wrong.total - wrong.count
+        text = f"{quality:.3f} on {kept} of {wrong.total}" if quality is not None else f"{value:.3f}"
+        if cov is not None and pd.notna(cov):
+            text += f" ({100 * cov:.2f}%)"
+        return text + f" · {wrong.count} label wrong"
     text = f"{value:.3f}"
     std = row.get(f"{metric}_std")
     if std is not None and pd.notna(std):  # a seed group (leaderboard/seeds.py): mean ± std
@@ -220,9 +229,9 @@ def make_env() -> Environment:
 
     env.filters.update(visible=visible)  # contributor text in text tables: controls and bidi shown, capped
     # The text metrics join the lookups the shared macros use (board columns, ↑/↓); image pages never list them.
-    from reconbench.leaderboard.leakage import LEAK_LABELS, VERDICT_TEXT, gap_metrics, lift_metric
+    from reconbench.leaderboard.leakage import LEAK_LABELS, SIGNIFICANCE_RULE, VERDICT_TEXT, gap_metrics, lift_metric
 
-    env.globals.update(VERDICT_TEXT=VERDICT_TEXT)
+    env.globals.update(VERDICT_TEXT=VERDICT_TEXT, SIGNIFICANCE_RULE=SIGNIFICANCE_RULE)
     env.filters.update(gap_metrics=gap_metrics, lift_metric=lift_metric)
     env.globals.update(METRICS={**METRICS, **TEXT_INFO}, LABELS={**LEAK_LABELS, **LABELS, **TEXT_LABELS}, BOARD_METRICS=BOARD_METRICS,
                        KNOWLEDGE=KNOWLEDGE,

@@ -81,10 +81,17 @@ def _recipe(track) -> dict | None:
     return asdict(ALL[name].config) if name in ALL else None
 
 
+def _mia_auc(track) -> float | None:
+    """The target's own loss-threshold MIA AUC, D_tar vs the holdout (reconbench.image.models.mia)."""
+    from reconbench.image.models.mia import loss_threshold_auc
+
+    return loss_threshold_auc(track)
+
+
 def card_context(track) -> dict:
     source = FASHION_SOURCE if track.dataset.startswith("fashion-mnist") else SOURCES.get(track.dataset, "")
     return dict(track=track, source=source, note=NOTES.get(track.dataset, ""), splits=_split_rows(track),
-                recipe=_recipe(track))
+                recipe=_recipe(track), mia_auc=_mia_auc(track))
 
 
 def add_to_bundle(bundle) -> None:

@@ -89,6 +89,8 @@ class GridFile(Axes):
     options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     include: list[Axes] = Field(default_factory=list)
     exclude: list[Rule] = Field(default_factory=list)
+    # the findings page's conditions per claim (reconbench.leaderboard.findings_rule); not read by the sweep
+    claims: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
 @dataclass(frozen=True)

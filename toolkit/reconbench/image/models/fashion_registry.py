@@ -45,6 +45,9 @@ ROWS = [
     TrackRow("fashion-n100", "mcnn-n100", STATIC),
     TrackRow("fashion-n500", "mcnn-n500", STATIC),
     TrackRow("fashion-n1000", "mcnn-n1000", STATIC),
+    TrackRow("fashion-n100-dp", "mcnn-n100-dp", STATIC, extra_title=", trained with DP-SGD ({dp}; SoK Table 10's 'DP')"),
+    TrackRow("fashion-n100-prune", "mcnn-n100-prune", STATIC,
+             extra_title=", 90 % of its weights pruned by global magnitude and fine-tuned (SoK Table 10's 'Prune')"),
     TrackRow("fashion-n100-bn-frozen", "mcnn-n100-bn-frozen", ["static/white-box/none"],
              extra_title=", BatchNorm frozen at its initial statistics (SoK Table 7's 'fixed')"),
     *[TrackRow(f"fashion-n1000-u{k}", "mcnn-n1000", DYNAMIC, update_size=k,
@@ -59,7 +62,17 @@ ROWS = [
 def _arch_title(arch: str, kwargs: dict) -> str:
     if arch == "mcnn":
         return f"GMI's MNIST CNN with BatchNorm (width {kwargs['width']})"
+    if arch == "mcnn-gn":
+        return f"GMI's MNIST CNN with GroupNorm (width {kwargs['width']})"
     return f"bias-free {kwargs['in_features']}-{kwargs['hidden']}-{kwargs['num_classes']} ReLU MLP trained by full-batch GD"
+
+
+def _dp_title() -> str:
+    """The DP-SGD recipe's privacy parameters, from the recipe the weights were trained with."""
+    from reconbench.zoo.recipes import DP
+
+    dp = DP()
+    return f"opacus, ε = {dp.epsilon:g} at δ = {dp.delta:g}, clipping norm {dp.max_grad_norm:g}, GroupNorm"
 
 
 def row(spec: TrackRow, report: dict) -> dict:
@@ -72,7 +85,7 @@ def row(spec: TrackRow, report: dict) -> dict:
     entry = {
         "id": spec.id,
         "title": f"{VIEW_TITLE[w.dataset]}, {_arch_title(w.architecture, w.arch_kwargs)}, {size:,} training images"
-                 + spec.extra_title,
+                 + spec.extra_title.format(dp=_dp_title()),
         "dataset": w.dataset,
         "architecture": w.architecture,
         "arch_kwargs": dict(w.arch_kwargs),
@@ -119,6 +132,8 @@ def row(spec: TrackRow, report: dict) -> dict:
         },
         "recipe": f"{RECIPE} {spec.weights}",
     }
+    if w.defense:
+        entry["variant"] = w.defense
     return entry
 
 

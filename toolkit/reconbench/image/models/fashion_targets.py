@@ -15,6 +15,13 @@ Targets (data: reconbench.image.data.fashion_splits):
                         training script, so the recipe is the embedded digits targets' (Adam,
                         lr 1e-3, batch 64; models/embedded.py) with 100 epochs, which reaches
                         100% training accuracy at every size.
+  mcnn-n100-dp          SoK Table 10's "DP": mcnn-n100's data and optimiser (Adam, lr 1e-3, batch 64, 100
+                        epochs) trained with DP-SGD by opacus at the zoo's recipe (reconbench.zoo.recipes.DP:
+                        epsilon 8 at delta 1e-5, clipping norm 1, RDP accountant), GroupNorm for BatchNorm
+                        (architecture mcnn-gn: per-sample gradients), as the zoo's dp variant.
+  mcnn-n100-prune       SoK Table 10's "Prune": mcnn-n100's recipe, then 90 % global magnitude pruning of
+                        the conv/linear weights and 10 epochs of fine-tuning with the mask fixed
+                        (reconbench.zoo.recipes.Prune, Han et al.).
   split5-mcnn-n500      the same on the five private classes (fashion-mnist-split5).
   oddeven-mlp-n100      Bias-Rec's regime: Haim et al.'s MNIST run (github.com/nivha/dataset_reconstruction,
                         command_line_args/train_mnist_odd_even_args.txt: odd/even labels, 250
@@ -71,6 +78,7 @@ class Weights:
     arch_kwargs: dict
     config: TrainConfig | LogisticGDConfig
     train_size: int | None = None  # targets: |D_tar|; evaluation classifiers: None (evaluator block)
+    defense: str | None = None  # SoK Table 10: "dp" (DP-SGD) or "prune", on top of `config`
 
 
 TARGETS = {
@@ -81,6 +89,8 @@ TARGETS = {
     # affine parameters (DeepInversion has nothing informative to match)
     "mcnn-n100-bn-frozen": Weights("fashion-mnist", "mcnn", {"num_classes": 10, "width": 16},
                                    TrainConfig(epochs=100, batch_size=64, lr=1e-3, seed=0, freeze_bn=True), 100),
+    "mcnn-n100-dp": Weights("fashion-mnist", "mcnn-gn", {"num_classes": 10, "width": 16}, ADAM, 100, defense="dp"),
+    "mcnn-n100-prune": Weights("fashion-mnist", "mcnn", {"num_classes": 10, "width": 16}, ADAM, 100, defense="prune"),
     "split5-mcnn-n500": Weights("fashion-mnist-split5", "mcnn", {"num_classes": 5, "width": 16}, ADAM, 500),
     "oddeven-mlp-n100": Weights("fashion-mnist-oddeven", "homogeneous-mlp",
                                 {"in_features": 784, "num_classes": 2, "hidden": 1000, "depth": 1}, LOGISTIC_GD, 100),
@@ -100,6 +110,11 @@ def file_of(name: str) -> str:
 
 def train(name: str) -> torch.nn.Module:
     """Train one shipped model from its recipe (seeded before the model is built: its init too)."""
+    return train_with_report(name)[0]
+
+
+def train_with_report(name: str) -> tuple[torch.nn.Module, dict]:
+    """The model and what its training spent beyond accuracy (DP-SGD: epsilon, noise multiplier)."""
     from reconbench.image.data.fashion_splits import evaluator_training_set, fashion_splits
 
     spec = ALL[name]
@@ -109,8 +124,45 @@ def train(name: str) -> torch.nn.Module:
         torch.manual_seed(spec.config.seed)
         model = build_model(spec.architecture, **spec.arch_kwargs)
         if isinstance(spec.config, LogisticGDConfig):
-            return train_logistic_gd(model, data, spec.config)
-        return train_classifier(model, data, spec.config)
+            return train_logistic_gd(model, data, spec.config), {}
+        if spec.defense == "dp":
+            model, spent = _train_dp(model, data, spec.config)
+            return model, {"dp": spent}
+        model = train_classifier(model, data, spec.config)
+        if spec.defense == "prune":
+            from reconbench.zoo.variants import sparsity
+
+            model = _prune_and_finetune(model, data, spec.config)
+            return model, {"prune": {"sparsity": round(sparsity(model), 6)}}
+        return model, {}
+
+
+def _dp_recipe(config: TrainConfig):
+    """The zoo's DP-SGD (reconbench.zoo.recipes.DP) with this recipe's optimiser, batch and epochs."""
+    from reconbench.zoo.recipes import DP, Recipe
+
+    return Recipe(optimizer="adam", lr=config.lr, weight_decay=config.weight_decay, batch_size=config.batch_size,
+                  epochs=config.epochs, milestones=(), seed=config.seed, dp=DP())
+
+
+def _train_dp(model: torch.nn.Module, data, config: TrainConfig) -> tuple[torch.nn.Module, dict]:
+    from reconbench.zoo.training import fit_dp
+
+    return fit_dp(model, data, _dp_recipe(config), device=torch.device("cpu"), seed=config.seed, log=lambda _: None)
+
+
+def _prune_and_finetune(model: torch.nn.Module, data, config: TrainConfig) -> torch.nn.Module:
+    """90 % global magnitude pruning, then fine-tuning with the mask attached (zeros stay zero), made permanent."""
+    from dataclasses import replace
+
+    from reconbench.zoo.recipes import Prune
+    from reconbench.zoo.variants import make_permanent, prune_global
+
+    prune = Prune()
+    prune_global(model, prune.amount)
+    model = train_classifier(model, data, replace(config, epochs=prune.finetune_epochs, seed=config.seed + 1))
+    make_permanent(model)
+    return model.eval()
 
 
 def build(name: str, out_dir: Path) -> dict:
@@ -120,13 +172,13 @@ def build(name: str, out_dir: Path) -> dict:
 
     spec = ALL[name]
     started = time.perf_counter()
-    model = train(name)
+    model, spent = train_with_report(name)
     seconds = round(time.perf_counter() - started, 1)
     path = out_dir / f"{name}.safetensors"
     path.parent.mkdir(parents=True, exist_ok=True)
     save_model(model, path, metadata={"architecture": spec.architecture, "recipe": f"{RECIPE} {name}"})
     report = {"file": file_of(name), "sha256": sha256_file(path), "seconds": seconds,
-              "architecture": spec.architecture, "arch_kwargs": spec.arch_kwargs}
+              "architecture": spec.architecture, "arch_kwargs": spec.arch_kwargs, **spent}
     if spec.train_size:
         splits = fashion_splits(spec.dataset, spec.train_size)
         report |= {"train_accuracy": round(accuracy(model, splits.target), 4),

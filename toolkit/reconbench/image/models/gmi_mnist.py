@@ -16,14 +16,22 @@ from torch import nn
 class MCNN(nn.Module):
     """conv7-BN-LReLU-pool, conv5-BN-LReLU-pool, conv5-BN-LReLU (to 1x1), linear: GMI's MNIST target."""
 
-    def __init__(self, in_channels: int = 1, num_classes: int = 10, width: int = 64):
+    def __init__(self, in_channels: int = 1, num_classes: int = 10, width: int = 64, norm: str = "batch"):
         super().__init__()
+        if norm not in ("batch", "group"):
+            raise ValueError(f"MCNN norm={norm!r}: expected 'batch' or 'group'")
+
+        def norm_layer(c: int) -> nn.Module:
+            # "group": DP-SGD needs per-sample gradients, which BatchNorm mixes across a batch (the zoo's
+            # DP variant does the same; 8 channels a group)
+            return nn.BatchNorm2d(c) if norm == "batch" else nn.GroupNorm(max(1, c // 8), c)
+
         self.feature = nn.Sequential(
-            nn.Conv2d(in_channels, width, 7, stride=1, padding=1), nn.BatchNorm2d(width), nn.LeakyReLU(0.2),
+            nn.Conv2d(in_channels, width, 7, stride=1, padding=1), norm_layer(width), nn.LeakyReLU(0.2),
             nn.MaxPool2d(2, 2),
-            nn.Conv2d(width, 2 * width, 5, stride=1), nn.BatchNorm2d(2 * width), nn.LeakyReLU(0.2),
+            nn.Conv2d(width, 2 * width, 5, stride=1), norm_layer(2 * width), nn.LeakyReLU(0.2),
             nn.MaxPool2d(2, 2),
-            nn.Conv2d(2 * width, 4 * width, 5, stride=1), nn.BatchNorm2d(4 * width), nn.LeakyReLU(0.2),
+            nn.Conv2d(2 * width, 4 * width, 5, stride=1), norm_layer(4 * width), nn.LeakyReLU(0.2),
         )
         self.fc_layer = nn.Linear(4 * width, num_classes)
 

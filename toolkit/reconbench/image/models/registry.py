@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from collections.abc import Callable
 from pathlib import Path
 
@@ -31,6 +33,7 @@ ARCHITECTURES: dict[str, Callable[..., nn.Module]] = {
     "resnet18": ResNet18,
     "eval-cnn": EvalCNN,  # evaluation classifier of the digits tracks (acc_top1/5, knn_dist)
     "mcnn": MCNN,  # GMI's MNIST target (the Fashion-MNIST tracks)
+    "mcnn-gn": partial(MCNN, norm="group"),  # the same with GroupNorm: fashion-n100-dp (DP-SGD needs per-sample gradients)
     "scnn": SCNN,  # GMI's MNIST evaluation classifier (the Fashion-MNIST tracks' E)
 }
 

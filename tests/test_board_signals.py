@@ -1,0 +1,38 @@
+"""The boards' signals (issue 37 item 7): wrong labels are a count apart from quality, and a chart
+across sizes carries one reference line per kind, not one per track, cell and kind."""
+
+import pandas as pd
+import pytest
+
+from reconbench.leaderboard.charts import grouped_references, reference_traces
+from reconbench.leaderboard.pages import metric_cell
+
+U8 = "5 of 8 reconstructions have no target of their class: scored -1, no coverage"
+
+
+def test_a_wrong_label_is_counted_apart_not_shown_as_minus_one_quality():
+    mean = (3 * 0.2 + 5 * -1) / 8  # three reconstructions with SSIM 0.2, five scored -1 for their labels
+    cell = metric_cell(pd.Series({"ssim": mean, "ssim_coverage": 0.125, "ssim_note": U8}), "ssim")
+    assert cell == "0.200 on 3 of 8 (12.50%) · 5 label wrong"
+    # KNN distance scores a wrong label at its farthest target: no fixed value to take out, the count still shows
+    note = "5 of 8 reconstructions have no target of their class: scored at their farthest target"
+    assert metric_cell(pd.Series({"knn_dist": 215.4, "knn_dist_note": note}), "knn_dist") == "215.400 · 5 label wrong"
+    assert metric_cell(pd.Series({"ssim": 0.3, "ssim_note": None}), "ssim") == "0.300"
+
+
+def _ref(kind, track, cell, ssim):
+    return dict(kind=kind, short=kind, label=f"{kind} images", track=track, cell=cell, data="same", training="static",
+                metrics={"ssim": {"value": ssim}, "mse": {"value": 1 - ssim}})
+
+
+def test_references_across_a_family_are_one_line_per_kind_at_its_best():
+    refs = [_ref(k, t, c, v) for k, base in (("noise", 0.01), ("aux", 0.2), ("aux-mean", 0.3))
+            for i, t in enumerate(("fashion-n100", "fashion-n500", "fashion-n1000"))
+            for j, c in enumerate(("static/white-box/same", "static/black-box/same")) for v in [base + 0.01 * (i + j)]]
+    assert len(reference_traces(refs, "ssim", (100, 1000), True)) == 18
+    grouped = grouped_references(refs, "ssim")
+    assert [g["kind"] for g in grouped] == ["noise", "aux", "aux-mean"]
+    assert [g["metrics"]["ssim"]["value"] for g in grouped] == pytest.approx([0.04, 0.23, 0.33])  # higher is better
+    assert [g["metrics"]["mse"]["value"] for g in grouped_references(refs, "mse")] == pytest.approx([0.96, 0.77, 0.67])
+    assert len(reference_traces(grouped, "ssim", (100, 1000))) == 3
+    assert all("best over this family" in g["short"] for g in grouped)
