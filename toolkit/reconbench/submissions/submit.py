@@ -49,17 +49,26 @@ def require_run(run_dir: Path) -> Path:
 def _refuse_a_rerun(result: ResultFile, result_dir: Path, root: Path) -> None:
     """A re-run of an entry already under `root` is refused before anything is written
     (submissions/reproduces.py): validate would fail it, and the newcomer has better options."""
+    from reconbench.core.tracks import get_track
     from reconbench.submissions import reproduces
-    from reconbench.submissions.board import Board
+    from reconbench.submissions.board import Board, _load_images
+    from reconbench.submissions.checks.duplicates import DUPLICATE_SHARE
 
     if not root.is_dir():
         return
     board = Board(root)
     p = result.payload
     candidates = sorted(board.same_target(p.track, p.scenario.split("/")[0]), key=board.arrival)
-    found = reproduces.finding(p, [(e, board.payload(e)) for e in candidates])
+    images = _load_images(result_dir, p.reconstructions) if p.reconstructions.file == RECONSTRUCTIONS_FILE else None
+    near = reproduces.near_share(board, get_track(p.track), images) if images is not None else None
+    found = reproduces.finding(p, [(e, board.payload(e)) for e in candidates], near=near, share=DUPLICATE_SHARE)
     if found:
         line, options = reproduces.advice(found, p, root, run_dir=str(result_dir))
+        raise SubmitError(line, options)
+    same = sorted((e for e in board.by_sha256(p.reconstructions.sha256) if board.payload(e).entry_id != p.entry_id),
+                  key=board.arrival)
+    if same:  # another run's bytes (another seed of a seed-free attack, a copy): validate would fail it
+        line, options = reproduces.same_file(same[0], board.payload(same[0]), p)
         raise SubmitError(line, options)
 
 
