@@ -175,14 +175,6 @@ def seed_note(original) -> str:
             "makes a new run, another seed does not") if why else ""
 
 
-def same_file(original: Path, theirs, payload) -> tuple[str, list[str]]:
-    """`submit`'s line for a reconstruction file already on the board from another run (`theirs`: its payload)."""
-    name = f"{original.parent.name}/{original.name}"
-    line = (f"the same reconstruction file (sha256 {payload.reconstructions.sha256[:16]}...) is already on the board "
-            f"as {name}{seed_note(theirs)}; validate would fail it as a duplicate")
-    return line, [new_point(payload)]
-
-
 def new_point(payload) -> str:
     """What makes a new point on the board: another seed, or, where the seed changes nothing, what does."""
     why = seed_ignored(payload)
