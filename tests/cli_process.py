@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,19 @@ def recon(*args: str, cwd: Path | None = None, timeout: float = 600, env: dict |
     full_env.pop("RECONBENCH_DEBUG", None)
     return subprocess.run([sys.executable, "-m", "reconbench.cli", *args], cwd=cwd, env=full_env,
                           capture_output=True, text=True, timeout=timeout)
+
+
+def checkout_copy(dest: Path) -> Path:
+    """A stand-in checkout: every .py file of this one at its place (hundreds of them beside README.md),
+    where the guides tell a user to save an attack file."""
+    repo = TOOLKIT.parent
+    for path in repo.rglob("*.py"):
+        rel = path.relative_to(repo)
+        if rel.parts[0].startswith(".") or "__pycache__" in rel.parts:
+            continue
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, dest / rel)
+    return dest
 
 
 def one_error_line(proc: subprocess.CompletedProcess) -> str:

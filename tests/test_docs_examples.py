@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_process import TOOLKIT, recon
+from cli_process import TOOLKIT, checkout_copy, recon
 
 SITE = Path(__file__).resolve().parents[1] / "site"
 pytestmark = pytest.mark.slow  # a minute or more of CPU: the slow set (make test-slow; benchmarks/bench_test_split.py)
@@ -73,12 +73,16 @@ def test_an_attack_class_of_your_own_runs_from_a_cell_a_script_and_stdin(tmp_pat
 
 def test_the_page_script_signs_a_result_and_without_its_main_guard_says_why_not(tmp_path):
     _, _, script = blocks("python.md", "python")
-    (tmp_path / "noise_baseline.py").write_text(script, encoding="utf-8")
-    proc = subprocess.run([sys.executable, "noise_baseline.py"], cwd=tmp_path, env=python_env(),
+    page = (SITE / "python.md").read_text(encoding="utf-8")
+    assert "`noise_baseline.py` in your checkout" in page and "`.venv/bin/python noise_baseline.py`" in page
+    checkout = checkout_copy(tmp_path / "reconbench")  # saved where the page says: in the checkout
+    (checkout / "noise_baseline.py").write_text(script, encoding="utf-8")
+    proc = subprocess.run([sys.executable, "noise_baseline.py"], cwd=checkout, env=python_env(),
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.split() == ["runs/noise-baseline", "noise_baseline.py:ClassMeansOfNoise"]
-    assert recon("verify", "runs/noise-baseline", cwd=tmp_path).returncode == 0
+    assert recon("verify", "runs/noise-baseline", cwd=checkout).returncode == 0
+    assert sorted(p.name for p in (checkout / "runs" / "noise-baseline" / "attack").iterdir()) == ["noise_baseline.py"]
 
     unguarded = script.replace('if __name__ == "__main__":  # not when the attack\'s process imports this file\n', "")
     unguarded = unguarded.replace("\n    out = ", "\nout = ").replace("\n    print(out", "\nprint(out")
@@ -94,16 +98,22 @@ def test_the_page_script_signs_a_result_and_without_its_main_guard_says_why_not(
 
 
 def test_write_your_own_attack_page_runs_as_written(tmp_path):
+    """Saved where the guide says (in the checkout, beside hundreds of .py files), run with the
+    guide's commands as written (`.venv/bin/recon-submit`, a new shell's way), at its quick budget."""
     (code,) = blocks("write-an-attack.md", "python")
-    (tmp_path / "class_ascent.py").write_text(code, encoding="utf-8")
-    (command,) = [c.strip() for c in blocks("write-an-attack.md", "sh") if "evaluate" in c]
-    argv = shlex.split(command)
-    assert argv[:2] == ["recon-submit", "evaluate"]
-    run = recon(*argv[1:], "--quiet", cwd=tmp_path)
+    assert "`class_ascent.py` in your checkout" in (SITE / "write-an-attack.md").read_text(encoding="utf-8")
+    checkout = checkout_copy(tmp_path / "reconbench")
+    (checkout / "class_ascent.py").write_text(code, encoding="utf-8")
+    (block,) = [b for b in blocks("write-an-attack.md", "sh") if "evaluate" in b]
+    evaluate, verify = [shlex.split(line) for line in block.strip().splitlines()]
+    assert evaluate[:2] == [".venv/bin/recon-submit", "evaluate"] and verify[:2] == [".venv/bin/recon-submit", "verify"]
+    run = recon(*evaluate[1:], "--quiet", cwd=checkout)
     assert run.returncode == 0, run.stderr[-3000:]
-    assert recon("verify", "runs/class-ascent", cwd=tmp_path).returncode == 0
+    assert recon(*verify[1:], cwd=checkout).returncode == 0
     import json
 
-    payload = json.loads((tmp_path / "runs" / "class-ascent" / "result.json").read_text())["payload"]
+    result = checkout / "runs" / "class-ascent"
+    payload = json.loads((result / "result.json").read_text())["payload"]
     assert payload["attack"]["name"] == "class-ascent" and payload["attack"]["config"]["steps"] == 40
     assert "class_ascent.py:ClassAscent" in payload["provenance"]["command"] and str(tmp_path) not in payload["provenance"]["command"]
+    assert [p.name for p in (result / "attack").iterdir()] == ["class_ascent.py"]  # the file, not the checkout

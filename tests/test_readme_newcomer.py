@@ -78,3 +78,28 @@ def test_the_first_submission_s_times_are_the_benchmark_s():
     bench = " ".join((ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8").split())
     for number in re.findall(r"(\d+) s\b", text):
         assert f"{number} s" in bench, number  # the same run's numbers, recorded with its machine and load
+
+
+def test_make_install_does_nothing_the_second_time(tmp_path):
+    """README: `make install` "does nothing if make evaluate already did" (issue 37): its pip step
+    hangs on a stamp in .venv/ newer than pyproject.toml. `make -n` shows what would run, on a stand-in venv."""
+    import os
+    import subprocess
+
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").touch()
+
+    def would_run(target: str) -> str:
+        return subprocess.run(["make", "-n", "-C", str(ROOT), target, f"VENV={venv}"], capture_output=True,
+                              text=True, check=True, timeout=60).stdout
+
+    assert "pip install -q -e ." in would_run("install")  # the first time
+    stamp = venv / ".reconbench-installed"
+    stamp.touch()
+    assert "pip" not in would_run("install")
+    assert "pip" not in would_run("evaluate")
+    old = (ROOT / "pyproject.toml").stat().st_mtime - 60
+    os.utime(stamp, (old, old))  # pyproject.toml changed since: install again
+    assert "pip install -q -e ." in would_run("install")
+    assert "pip install -q -e '.[test,cluster]'" in would_run("install-test")

@@ -48,7 +48,8 @@ def test_submit_says_a_rerun_reproduces_the_entry_and_writes_nothing(board, tmp_
     assert "the same reconstruction file" in message
     (record, again) = err.value.options
     assert f"recon-submit reproduce submissions/alpha/{board.entry.name} --from-run {run}" in record
-    assert "--seed 1" in again  # the run's own command with the next seed
+    # MI-Face starts from zeros: another seed gives the same bytes, so what changes the output is offered
+    assert "does not depend on the seed" in again and "init=uniform" in again and "--seed" not in again
     assert sorted(p.relative_to(board.root) for p in board.root.rglob("*")) == before  # nothing written
 
 
@@ -60,7 +61,7 @@ def test_submit_on_the_command_line_prints_the_line_and_the_options(board, tmp_p
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert lines[0].startswith("error: this reproduces entry alpha/") and lines[0].endswith("nothing new to rank")
     assert lines[1].startswith("  - record it as an independent reproduction of alpha/")
-    assert lines[2].startswith("  - or run again with another seed or budget")
+    assert lines[2].startswith("  - or change what the output depends on: mi-face's output does not depend on the seed")
 
 
 def test_metrics_within_tolerance_are_a_reproduction_too(board, tmp_path):
@@ -98,7 +99,57 @@ def test_validate_names_the_original_and_the_ways_on(board, tmp_path):
     assert check.message.startswith(f"this reproduces entry alpha/{board.entry.name}, already on the board, which came first")
     assert check.message.endswith("nothing new to rank")
     assert check.details[0].endswith(f"--from-run submissions/beta/{twin.name}")
-    assert "another seed or budget" in check.details[1]
+    assert "does not depend on the seed" in check.details[1]
     result = runner.invoke(app, ["validate", str(twin), "--root", str(board.root), "--no-rescore"])
     assert result.exit_code == 1 and "nothing new to rank" in result.output
     assert "independent reproduction" in result.output
+
+
+def test_a_seeded_configuration_is_offered_another_seed(board, tmp_path):
+    """Issue 37: only where the seed changes the output is another seed the way to a new point."""
+    run = rerun_of(board, tmp_path / "uniform", board.beta_key, lambda p: p["attack"]["config"].update(init="uniform"))
+    payload = parse_any_result(run / RESULT_FILE).payload
+    assert reproduces.seed_ignored(payload) is None
+    assert "another seed or budget" in reproduces.new_point(payload) and "--seed 1" in reproduces.new_point(payload)
+    zeros = parse_any_result(board.result_json).payload
+    assert "init=zeros" in reproduces.seed_ignored(zeros)
+
+
+def test_the_same_settings_and_seed_with_other_images_do_not_reproduce_it(board, tmp_path):
+    """Issue 37: a "reproduction" compares the reconstructions too. Same run, every metric as claimed by
+    the original, but entirely other images (here: the originals inverted) is a diverging re-run:
+    said so, and not called a reproduction."""
+    import numpy as np
+
+    from reconbench.core.io import save_arrays, sha256_file
+    from reconbench.image.results import load_reconstructions
+
+    images, labels = load_reconstructions(board.recon)
+    run = tmp_path / "diverged"
+    shutil.copytree(board.result_dir, run)
+    save_arrays(run / "reconstructions.safetensors", {"images": (255 - images).astype(np.uint8), "labels": labels})
+    rerun_of(board, tmp_path / "signed", board.beta_key,
+             lambda p: p["reconstructions"].update(sha256=sha256_file(run / "reconstructions.safetensors")))
+    shutil.copyfile(tmp_path / "signed" / RESULT_FILE, run / RESULT_FILE)
+    twin = board.root / "beta" / json.loads((run / RESULT_FILE).read_text())["payload"]["entry_id"]
+    with pytest.raises(SubmitError) as err:  # submit compares the images too, before it writes
+        submit_result(run, "beta", root=board.root, key_path=board.beta_key)
+    assert str(err.value).startswith(f"this re-runs entry alpha/{board.entry.name} without reproducing it")
+    assert "a diverging re-run" in str(err.value) and "0% of the reconstructions are near its" in str(err.value)
+    shutil.copytree(run, twin)
+    check = failure({r.path: r for r in board.validate().entries}[twin])
+    assert check.name == "duplicates" and check.message.startswith(f"this re-runs entry alpha/{board.entry.name} without")
+    assert "reproduction attempt" in check.details[0]
+
+
+def test_another_seed_of_a_seed_free_attack_says_what_changes_the_output(board, tmp_path):
+    """Issue 37: MI-Face from zeros gives the same bytes for any seed (not the same run: another seed).
+    validate names the file already on the board and says that a budget or an option, not a seed,
+    changes the output."""
+    run = rerun_of(board, tmp_path / "seed4242", board.beta_key, lambda p: p["provenance"].update(seed=4242))
+    twin = board.root / "beta" / json.loads((run / RESULT_FILE).read_text())["payload"]["entry_id"]
+    shutil.copytree(run, twin)
+    check = failure({r.path: r for r in board.validate().entries}[twin])
+    assert check.name == "duplicates" and check.message.startswith("the same reconstruction file")
+    assert f"alpha/{board.entry.name}" in check.message
+    assert "does not depend on the seed there" in check.message and "another seed does not" in check.message

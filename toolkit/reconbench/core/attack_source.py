@@ -1,7 +1,10 @@
 """The source of a bring-your-own attack (`path/to/file.py:ClassName`): which files, and their hash.
 
-The source is every `.py` file in the attack file's folder (sub-folders too, as packages), so an
-attack may be split into modules. `evaluate` hashes it before the attack runs and signs the hash
+The source is the attack file and the modules it imports from beside it (modules and packages in its
+folder, found by reading the imports with `ast`, transitively), so an attack may be split into
+modules, and a file saved anywhere (in a checkout, beside hundreds of other files) ships only what
+it uses. An import made some other way (importlib, __import__) is not followed: in the sandbox only
+the shipped files exist. `evaluate` hashes the source before the attack runs and signs the hash
 (payload.attack.source_sha256) and copies the files into the result folder's `attack/`; `submit`
 carries them into the entry; `reproduce` re-runs exactly those files, and validation checks that
 the entry's `attack/` hashes to the signed value. So the code that is re-run is the signed code.
@@ -11,6 +14,7 @@ Caps keep an entry reviewable and small in git (the attack folder is read by peo
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import os
 import re
@@ -31,6 +35,11 @@ class SourceError(Exception):
     """An attack source that cannot be shipped: the message names the file and the problem."""
 
 
+TOO_LARGE = (f"over {MAX_FILES} .py files or {MAX_TOTAL_BYTES:,} bytes: the caps on an attack's source (the file and "
+             "the modules it imports from beside it). Import a large library as an installed package "
+             "(pip install), not as files beside the attack")
+
+
 @dataclass(frozen=True)
 class AttackSource:
     root: Path
@@ -43,6 +52,13 @@ def source_sha256(files: list[tuple[str, bytes]]) -> str:
     """sha256 of the manifest 'relative/path\\0sha256(content)\\n', lines sorted by path."""
     lines = sorted(f"{rel}\0{hashlib.sha256(data).hexdigest()}\n" for rel, data in files)
     return hashlib.sha256("".join(lines).encode()).hexdigest()
+
+
+def _check_file(path: Path, st: os.stat_result) -> None:
+    if st.st_nlink > 1:
+        raise SourceError(f"{path}: file with more than one hard link (refused)")
+    if st.st_size > MAX_FILE_BYTES:
+        raise SourceError(f"{path}: {st.st_size:,} bytes, over the {MAX_FILE_BYTES:,}-byte cap for one attack file")
 
 
 def collect(root: Path, *, skip_caches: bool) -> list[tuple[str, Path]]:
@@ -69,15 +85,11 @@ def collect(root: Path, *, skip_caches: bool) -> list[tuple[str, Path]]:
                 if skip_caches:
                     continue  # the user's folder may hold other files; only .py files are the source
                 raise SourceError(f"{path}: only .py files with importable names may be in {ATTACK_DIR}/")
-            if st.st_nlink > 1:
-                raise SourceError(f"{path}: file with more than one hard link (refused)")
-            if st.st_size > MAX_FILE_BYTES:
-                raise SourceError(f"{path}: {st.st_size:,} bytes, over the {MAX_FILE_BYTES:,}-byte cap for one attack file")
+            _check_file(path, st)
             total += st.st_size
             found.append((where, path))
             if len(found) > MAX_FILES or total > MAX_TOTAL_BYTES:
-                raise SourceError(f"{root}: the attack source is over {MAX_FILES} .py files or {MAX_TOTAL_BYTES:,} bytes; "
-                                  "put the attack in a folder of its own")
+                raise SourceError(f"{root}: the attack source is {TOO_LARGE}")
 
     walk(root, "", 0)
     return found
@@ -95,6 +107,82 @@ def read_files(files: list[tuple[str, Path]] | tuple[tuple[str, Path], ...]) -> 
     return out
 
 
+def _checked(root: Path, rel: str) -> Path:
+    """root/rel as a source file: no link on the way, one hard link, under the size cap."""
+    path = root
+    for part in rel.split("/"):
+        path = path / part
+        if os.path.islink(path):
+            raise SourceError(f"{path}: symbolic link in the attack source (refused)")
+    st = os.lstat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise SourceError(f"{path}: not a regular file")
+    _check_file(path, st)
+    return path
+
+
+def _module_files(root: Path, parts: list[str]) -> list[str]:
+    """The files beside the attack that importing the dotted name `parts` runs, as Python finds them
+    with the attack's folder first on sys.path: each package's __init__.py, then the module itself."""
+    found: list[str] = []
+    for depth in range(1, len(parts) + 1):
+        if not PART.fullmatch(parts[depth - 1]) or depth > MAX_DEPTH + 1:
+            break
+        rel = "/".join(parts[:depth])
+        if os.path.isfile(root / rel / "__init__.py"):  # a package wins over a module of the same name
+            found.append(f"{rel}/__init__.py")
+        elif os.path.isfile(root / f"{rel}.py"):
+            found.append(f"{rel}.py")
+            break  # a module has no submodules
+        elif not os.path.isdir(root / rel):  # not beside the attack (a namespace folder goes on)
+            break
+    return found
+
+
+def _imported(tree: ast.AST, rel: str) -> list[list[str]]:
+    """The dotted names a module's imports may load (anywhere in it: functions too), as lists of parts;
+    `from a import b` also names a.b (b may be a submodule). Relative imports count from rel's folder."""
+    names: list[list[str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name.split(".") for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base: list[str] = []
+            if node.level:
+                folder = rel.split("/")[:-1]
+                if node.level - 1 > len(folder):
+                    continue
+                base = folder[:len(folder) - (node.level - 1)]
+            module = base + (node.module.split(".") if node.module else [])
+            if module:
+                names.append(module)
+            names += [module + [alias.name] for alias in node.names if alias.name != "*"]
+    return names
+
+
+def imported_source(root: Path, entry: str) -> list[tuple[str, Path]]:
+    """The entry file and every module beside it that it imports, transitively; sorted, capped."""
+    todo, seen, total = [entry], {}, 0
+    while todo:
+        rel = todo.pop()
+        if rel in seen:
+            continue
+        path = _checked(root, rel)
+        seen[rel] = path
+        total += os.lstat(path).st_size
+        if len(seen) > MAX_FILES or total > MAX_TOTAL_BYTES:
+            raise SourceError(f"{root / entry}: the attack source is {TOO_LARGE}")
+        try:
+            tree = ast.parse(path.read_bytes(), filename=str(path))
+        except SyntaxError as exc:  # the user's own file and line, before anything runs
+            raise SourceError(f"{path}:{exc.lineno}: SyntaxError: {exc.msg}") from None
+        except ValueError as exc:  # NUL bytes
+            raise SourceError(f"{path}: not Python source ({exc})") from None
+        for parts in _imported(tree, rel):
+            todo += [f for f in _module_files(root, parts) if f not in seen]
+    return sorted(seen.items())
+
+
 def attack_source(spec: str) -> AttackSource | None:
     """The source of a `file.py:Class` attack (None for a registered attack: its code is the toolkit's)."""
     if ":" not in spec:
@@ -103,10 +191,10 @@ def attack_source(spec: str) -> AttackSource | None:
     if not file.is_file():
         return None  # load_attack reports the missing file with its own message
     root = file.resolve().parent
-    files = collect(root, skip_caches=True)
     entry = file.resolve().relative_to(root).as_posix()
-    if entry not in {rel for rel, _ in files}:
+    if not entry.endswith(".py") or not PART.fullmatch(entry[:-3]):
         raise SourceError(f"{file}: the attack file must be a .py file with an importable name")
+    files = imported_source(root, entry)
     return AttackSource(root=root, files=tuple(files), entry_file=entry, sha256=source_sha256(read_files(files)))
 
 

@@ -14,6 +14,7 @@ from types import TracebackType
 # module -> error classes that mean "the user's input is wrong" (print the message, no traceback).
 USER_ERROR_CLASSES: dict[str, tuple[str, ...]] = {
     "reconbench.core.attack_errors": ("AttackError",),
+    "reconbench.core.attack_source": ("SourceError",),
     "reconbench.core.hub": ("HubError",),
     "reconbench.core.io": ("FileFormatError",),
     "reconbench.image.knowledge": ("KnowledgeError",),

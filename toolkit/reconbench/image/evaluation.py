@@ -24,7 +24,7 @@ from reconbench.image.attacks import ATTACKS, DEFAULT_ATTACK, Attack, AttackErro
 from reconbench.core.io import sha256_file
 from reconbench.pipeline.isolation.parent import AttackMeta, AttackProcess
 from reconbench.pipeline.isolation.parent import attack_spec as spec_of
-from reconbench.image.knowledge import Knowledge, build_knowledge, check_attack_fits
+from reconbench.image.knowledge import Knowledge, KnowledgeError, build_knowledge, check_attack_fits
 from reconbench.image.metrics import score
 from reconbench.pipeline.preflight import device_name, preflight
 from reconbench.image.results import (
@@ -88,8 +88,21 @@ def choose_scenario(track: Track, attack, requested: str | None) -> Scenario:
                 f"attack '{attack.name}' runs in [{', '.join(attack.scenarios)}]; track '{track.id}' offers none of them"
             )
         scenario = Scenario.parse(offered[0])
-    check_attack_fits(attack.name, attack.scenarios, scenario)
+    try:
+        check_attack_fits(attack.name, attack.scenarios, scenario)
+    except KnowledgeError as exc:
+        raise KnowledgeError(f"{exc}{surrogate_hint(attack, scenario)}") from None
     return scenario
+
+
+def surrogate_hint(attack, scenario: Scenario) -> str:
+    """Where a white-box attack asked for a static black-box cell, the way it can run there (image/surrogate)."""
+    twin = Scenario(training=scenario.training, access="white-box", data=scenario.data)
+    if scenario.access != "black-box" or scenario.training != "static" or \
+            not any(twin.allows(Scenario.parse(n)) for n in attack.scenarios):
+        return ""
+    ways = "--surrogate dfme" + (" or --surrogate aux" if scenario.data != "none" else "")
+    return f"; a white-box attack runs in {scenario} through a model stolen by queries: add {ways}"
 
 
 @dataclass(frozen=True)

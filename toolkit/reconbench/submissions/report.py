@@ -31,19 +31,24 @@ def summary_counts(report: BoardReport) -> dict[str, int]:
 
 def render_text(report: BoardReport, console: Console) -> None:
     for r in report.entries:
-        table = Table(title=f"{escape(_label(r))}: [{TRUST_STYLE[r.trust]}]{r.trust}[/]", title_justify="left",
-                      show_header=False, expand=False)
-        table.add_column("check", no_wrap=True)
-        table.add_column("status", no_wrap=True)
-        table.add_column("message")
-        for c in r.checks:
-            message = escape(c.message)
-            if len(c.details) > 1 and c.status == "fail":
-                message += "".join(f"\n  - {escape(d)}" for d in c.details[:MAX_DETAILS])
-                message += f"\n  ... and {len(c.details) - MAX_DETAILS} more" if len(c.details) > MAX_DETAILS else ""
-            table.add_row(escape(c.name), f"[{STYLE[c.status]}]{c.status}[/]", message)
-        console.print(table)
+        render_entry(r, console)
     _text_footer(report, console)
+
+
+def render_entry(r: EntryReport, console: Console, label: str | None = None) -> None:
+    """One entry's (or run folder's) checks as a table titled with its label and trust level."""
+    table = Table(title=f"{escape(label or _label(r))}: [{TRUST_STYLE[r.trust]}]{r.trust}[/]", title_justify="left",
+                  show_header=False, expand=False)
+    table.add_column("check", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("message")
+    for c in r.checks:
+        message = escape(c.message)
+        if len(c.details) > 1 and c.status == "fail":
+            message += "".join(f"\n  - {escape(d)}" for d in c.details[:MAX_DETAILS])
+            message += f"\n  ... and {len(c.details) - MAX_DETAILS} more" if len(c.details) > MAX_DETAILS else ""
+        table.add_row(escape(c.name), f"[{STYLE[c.status]}]{c.status}[/]", message)
+    console.print(table)
 
 
 def _text_footer(report: BoardReport, console: Console) -> None:

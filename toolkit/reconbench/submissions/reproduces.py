@@ -9,20 +9,66 @@ result and not a forgery: there is nothing new to rank. `submit` (before it writ
     ENTRY --from-run YOUR_RUN` compares every metric; a listed reproducer signs the record), or
   - run again with another seed or budget, which is a new point on the board.
 
-`same_run` compares what makes a run; `finding` decides whether a run reproduces an earlier entry
-(same run, and the same reconstruction file or every shared metric within the reproduction
-tolerances); `advice` turns a finding, or a duplicate found by the duplicates check, into the
-message. The duplicate search itself (exact file, near-duplicate reconstructions) lives in
+`same_run` compares what makes a run, as a re-run made today would record it: the attack's code by
+its current module name (core/moved.py) and its configuration with the current defaults filled in
+(an option added since, at its default, is the same run). `finding` decides whether a run
+reproduces an earlier entry: the same run, and the same reconstruction file, or reconstructions
+near the earlier ones (more than the duplicate share within the track's near-copy thresholds).
+The same run whose every metric agrees but whose reconstructions are others (other images, the
+same aggregate) does not reproduce it: that is a *diverging re-run*, said so, and not ranked
+either (same settings and seed: no new point). Where reconstructions cannot be compared (text),
+the metrics decide as before. `advice` turns a finding, or a duplicate found by the duplicates
+check, into the message; an attack whose output does not depend on the seed at these settings
+(Attack.seed_ignored) is told what changes it instead of another seed. The duplicate search itself (exact file, near-duplicate reconstructions) lives in
 checks/duplicates.py; this module only reads its result.
 """
 
 from __future__ import annotations
 
+import json
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
+from reconbench.core.attack_source import is_file_attack
+from reconbench.core.moved import canonical_code
 from reconbench.reproduction import tolerances
+
+REPRODUCES = "reproduces"
+DIVERGES = "diverges"
+
+
+@lru_cache(maxsize=256)
+def _attack(name: str, budget: str, config_json: str):
+    """The registered attack configured as recorded (None: not registered, or the config no longer fits)."""
+    from reconbench.modalities import for_attack
+
+    try:
+        return for_attack(name).load_attack(name)(budget=budget, **json.loads(config_json))
+    except Exception:  # noqa: BLE001 - an unknown name or an old config: compare what was recorded
+        return None
+
+
+def configured(payload):
+    """The payload's attack as the current toolkit configures it, or None (a file attack, an unknown name)."""
+    attack = payload.attack
+    if is_file_attack(attack.code):
+        return None
+    return _attack(attack.name, getattr(attack, "budget", None) or "default", json.dumps(dict(attack.config), sort_keys=True))
+
+
+def effective_config(payload) -> dict:
+    """The recorded configuration with the current defaults of options added since (what a re-run records)."""
+    attack = configured(payload)
+    return {**attack.config, **dict(payload.attack.config)} if attack is not None else dict(payload.attack.config)
+
+
+def seed_ignored(payload) -> str | None:
+    """Why this run's output does not depend on its seed (Attack.seed_ignored), or None."""
+    ignored = getattr(configured(payload), "seed_ignored", None)  # text attacks have their own base class
+    return ignored() if ignored is not None else None
 
 
 def run_settings(payload) -> dict:
@@ -32,8 +78,8 @@ def run_settings(payload) -> dict:
     surrogate = getattr(payload, "surrogate", None)
     return {
         "track": payload.track, "scenario": payload.scenario, "role": getattr(payload, "role", None),
-        "attack": attack.name, "code": attack.code, "source": attack.source_sha256,
-        "config": dict(attack.config), "seed": payload.provenance.seed,
+        "attack": attack.name, "code": canonical_code(attack.code), "source": attack.source_sha256,
+        "config": effective_config(payload), "seed": payload.provenance.seed,
         "model": payload.target.model_sha256, "target_set": payload.target.target_set_sha256,
         "surrogate": None if surrogate is None else (surrogate.method, dict(surrogate.config)),
     }
@@ -60,23 +106,53 @@ def metrics_within_tolerance(a, b) -> bool:
 @dataclass(frozen=True)
 class Finding:
     """`original` (a folder under the submissions root) ran the same run and came first; `how` says
-    how the new run matches it."""
+    how the new run matches it; `kind`: REPRODUCES, or DIVERGES (same run, other reconstructions)."""
 
     original: Path
     how: str
+    kind: str = REPRODUCES
 
 
-def finding(payload, candidates: list[tuple[Path, object]]) -> Finding | None:
-    """The first of `candidates` (earliest first: (folder, payload)) that this run reproduces."""
-    for folder, other in candidates:
-        if other.entry_id == payload.entry_id:
-            continue  # the same result submitted again, not a re-run (its own message says so)
-        if not same_run(payload, other):
-            continue
+def near_share(board, track, images) -> Callable[[Path], float | None] | None:
+    """share(entry): how many of `images` (uint8 N x C x H x W) are near that entry's reconstructions, by
+    the track's near-copy thresholds (submissions/nearcopy.py); None where images cannot be compared
+    (text, a track without a public pool, an unreadable file)."""
+    from reconbench.submissions.nearcopy import public_thresholds
+
+    if images is None or track is None:
+        return None
+    try:
+        thresholds = public_thresholds(track)
+    except Exception:  # noqa: BLE001 - as the near-copy checks: no public pool, no near comparison
+        return None
+
+    def share(entry: Path) -> float | None:
+        space = board.space(entry)
+        return None if space is None else space.flag(images, thresholds).share
+    return share
+
+
+def finding(payload, candidates: list[tuple[Path, object]],
+            near: Callable[[Path], float | None] | None = None, share: float = 0.05) -> Finding | None:
+    """The first of `candidates` (earliest first: (folder, payload)) that this run re-runs.
+    `near(folder)`: the share of this run's reconstructions near that entry's (None: not comparable);
+    above `share` (the duplicates check's) they are the same reconstructions."""
+    runs = [(folder, other) for folder, other in candidates
+            if other.entry_id != payload.entry_id and same_run(payload, other)]  # the same result again: its own message
+    for folder, other in runs:  # the same bytes first, whichever came first among the same runs
         if other.reconstructions.sha256 == payload.reconstructions.sha256:
             return Finding(folder, "the same reconstruction file")
+    closeness = {folder: near(folder) if near is not None else None for folder, _ in runs}
+    for folder, close in closeness.items():
+        if close is not None and close > share:
+            return Finding(folder, f"{close:.0%} of the reconstructions are near-duplicates of its reconstructions")
+    for folder, other in runs:
+        close = closeness[folder]
         if metrics_within_tolerance(payload, other):
-            return Finding(folder, "every metric within the reproduction tolerances")
+            if close is None:  # reconstructions not comparable here (text): the metrics decide
+                return Finding(folder, "every metric within the reproduction tolerances")
+            return Finding(folder, f"every metric within the reproduction tolerances, but only {close:.0%} of the "
+                                   "reconstructions are near its reconstructions", DIVERGES)
     return None
 
 
@@ -92,6 +168,24 @@ def _evaluate_again(payload) -> str:
     return shlex.join(words)
 
 
+def seed_note(original) -> str:
+    """For a duplicate of `original`'s reconstruction file: why another seed did not change it, if so."""
+    why = seed_ignored(original)
+    return (f"; {original.attack.name}'s output does not depend on the seed there ({why}): another budget or option "
+            "makes a new run, another seed does not") if why else ""
+
+
+def new_point(payload) -> str:
+    """What makes a new point on the board: another seed, or, where the seed changes nothing, what does."""
+    why = seed_ignored(payload)
+    if why is None:
+        return (f"or run again with another seed or budget, a new point on the board: {_evaluate_again(payload)} "
+                "(or --budget quick|default|paper)")
+    return (f"or change what the output depends on: {payload.attack.name}'s output does not depend on the seed here "
+            f"({why}); another --budget (quick|default|paper) or option (recon-submit attacks {payload.attack.name}) "
+            "is a new point on the board")
+
+
 def advice(found: Finding, payload, root: Path, run_dir: str | None = None, first: str | None = None) -> tuple[str, list[str]]:
     """The one line, and the two ways on. `root`: the submissions folder the original is under;
     `run_dir`: the newcomer's result folder, when known; `first`: how the board knows the original
@@ -102,12 +196,12 @@ def advice(found: Finding, payload, root: Path, run_dir: str | None = None, firs
     except ValueError:
         shown = found.original
     came = f"already on the board, which came first ({first})" if first else "already on the board"
+    record = (f"recon-submit reproduce {shlex.quote(str(shown))} "
+              f"--from-run {shlex.quote(run_dir) if run_dir else 'YOUR_RESULT_FOLDER'}")
+    if found.kind == DIVERGES:
+        line = (f"this re-runs entry {name} without reproducing it, {came}: same attack, settings and seed, and "
+                f"{found.how}; a diverging re-run, nothing new to rank")
+        return line, [f"let a maintainer compare it with {name} as a reproduction attempt: {record}", new_point(payload)]
     line = (f"this reproduces entry {name}, {came}: same attack, settings and seed, and {found.how}; "
             "nothing new to rank")
-    options = [
-        f"record it as an independent reproduction of {name}: recon-submit reproduce {shlex.quote(str(shown))} "
-        f"--from-run {shlex.quote(run_dir) if run_dir else 'YOUR_RESULT_FOLDER'}",
-        f"or run again with another seed or budget, a new point on the board: {_evaluate_again(payload)} "
-        "(or --budget quick|default|paper)",
-    ]
-    return line, options
+    return line, [f"record it as an independent reproduction of {name}: {record}", new_point(payload)]

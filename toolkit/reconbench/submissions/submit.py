@@ -34,18 +34,34 @@ class SubmitError(Exception):
         self.options = tuple(options)  # what to do instead, one line each (shown under the message)
 
 
+def require_run(run_dir: Path) -> Path:
+    """The run folder's result.json, or an error that says where a run folder comes from (`evaluate`)."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise SubmitError(f"{run_dir}: no such folder: pass the folder `recon-submit evaluate` wrote "
+                          "(it prints its path; under recon-results/ unless --out was given)")
+    if not (run_dir / RESULT_FILE).is_file():
+        raise SubmitError(f"{run_dir}: holds no {RESULT_FILE}, so it is not a run: `recon-submit evaluate ... "
+                          f"--out {run_dir}` writes one (result.json, signed, and the reconstructions)")
+    return run_dir / RESULT_FILE
+
+
 def _refuse_a_rerun(result: ResultFile, result_dir: Path, root: Path) -> None:
     """A re-run of an entry already under `root` is refused before anything is written
     (submissions/reproduces.py): validate would fail it, and the newcomer has better options."""
+    from reconbench.core.tracks import get_track
     from reconbench.submissions import reproduces
-    from reconbench.submissions.board import Board
+    from reconbench.submissions.board import Board, _load_images
+    from reconbench.submissions.checks.duplicates import DUPLICATE_SHARE
 
     if not root.is_dir():
         return
     board = Board(root)
     p = result.payload
     candidates = sorted(board.same_target(p.track, p.scenario.split("/")[0]), key=board.arrival)
-    found = reproduces.finding(p, [(e, board.payload(e)) for e in candidates])
+    images = _load_images(result_dir, p.reconstructions) if p.reconstructions.file == RECONSTRUCTIONS_FILE else None
+    near = reproduces.near_share(board, get_track(p.track), images) if images is not None else None
+    found = reproduces.finding(p, [(e, board.payload(e)) for e in candidates], near=near, share=DUPLICATE_SHARE)
     if found:
         line, options = reproduces.advice(found, p, root, run_dir=str(result_dir))
         raise SubmitError(line, options)
@@ -104,6 +120,7 @@ def submit_result(result_dir: Path, team: str, *, root: Path = DEFAULT_ROOT, key
     if not TEAM_SLUG.fullmatch(team):
         raise SubmitError(f"team '{team}': use lower-case ASCII letters, digits and inner hyphens (1-40 characters)")
     result_dir = Path(result_dir)
+    require_run(result_dir)
     result = verify_any_result_dir(result_dir)  # image or text; ResultError: names the file and the problem
     recon_file = result.payload.reconstructions.file  # reconstructions.safetensors, or .jsonl for a text result
     in_git = getattr(result.payload.reconstructions, "hub", None) is None

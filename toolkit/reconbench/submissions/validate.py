@@ -188,11 +188,13 @@ def _gap_from(data: dict) -> Gap:
 
 
 def run_checks(unit: Unit, root: Path, board: Board, *, rescore: bool = True, device: str = "cpu",
-               weights_dir: Path | None = None) -> EntryReport:
+               weights_dir: Path | None = None, stages: tuple[str, ...] | None = None) -> EntryReport:
+    """One unit's checks, in order; `stages`: only these (`check` on a run folder: those needing no board)."""
     ctx = Context(unit=unit, root=lexical(root), board=board, rescore=rescore, device=device, weights_dir=weights_dir)
     checks: list[Check] = []
     stopped = False
-    stages = STAGES if unit.entry_id else TEAM_STAGES if unit.team else STAGES[:1]
+    chosen = STAGES if unit.entry_id else TEAM_STAGES if unit.team else STAGES[:1]
+    stages = [(name, stage) for name, stage in chosen if stages is None or name in stages]
     cached_from = len(checks)
     key = record = None
     for name, stage in stages:

@@ -88,6 +88,32 @@ def register(app: typer.Typer) -> None:
         )
 
     @app.command()
+    def check(
+        run: Path = typer.Argument(..., help="a folder written by `recon-submit evaluate` (its --out)"),
+        no_rescore: bool = typer.Option(False, "--no-rescore", help="skip re-scoring"),
+        device: str = typer.Option("cpu", help="device for re-scoring and the copy check"),
+        weights_dir: Optional[Path] = weights_dir_option(),
+        offline: bool = offline_option(),
+    ) -> None:
+        """Run every check CI runs that needs no board on a run folder, before you submit it: schema,
+        signature, registry, reconstructions, re-scoring, copies, near-copies, the attack's source.
+
+        Example: recon-submit check runs/first
+        """
+        apply_offline(offline)
+        from reconbench.cli.commands.verdict import print_verdict
+        from reconbench.submissions.check_run import check_run, summary
+        from reconbench.submissions.report import render_entry
+
+        report = check_run(run, rescore=not no_rescore, device=device, weights_dir=weights_dir)
+        render_entry(report, console, label=str(run))
+        if report.result is not None and not report.failed:
+            print_verdict(console, report.result.payload)
+        console.print(escape(summary(report, run)), highlight=False, soft_wrap=True)
+        if report.failed:
+            raise typer.Exit(1)
+
+    @app.command()
     def validate(
         paths: Optional[list[Path]] = typer.Argument(None, help="changed files or folders (default: every entry)"),
         root: Path = typer.Option(Path("submissions"), help="the submissions folder"),
@@ -116,6 +142,13 @@ def register(app: typer.Typer) -> None:
         explicit = list(paths) if paths else None
         from_file = _read_paths(paths_from) if paths_from is not None else None
         selected = None if explicit is None and from_file is None else (explicit or []) + (from_file or [])
+        from reconbench.submissions.check_run import is_run_outside
+
+        for path in explicit or []:  # a run folder, not yet submitted: `check` is the command for it
+            if is_run_outside(path, root):
+                fail(f"{path}: a run folder, not an entry under {root}/: validate checks the board's entries",
+                     options=[f"{invoked_as()} check {shlex.quote(str(path))}    # every check that needs no board, re-scoring included",
+                              f"{invoked_as()} submit {shlex.quote(str(path))} --team YOUR-TEAM    # then validate the entry it writes"])
         if selected is None and not root.is_dir():  # outside a checkout: nothing to check is not "OK"
             fail(f"--root {root}: no such folder, so nothing to validate (run it in a checkout of the "
                  "repository, or pass --root or the entry folders)")

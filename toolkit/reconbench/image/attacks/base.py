@@ -111,6 +111,11 @@ class Attack(ABC):
         self.budget = budget
         self.config: dict[str, Any] = resolve_options(type(self), budget, config)
 
+    def seed_ignored(self) -> str | None:
+        """Why this configuration's output does not depend on the seed (a deterministic start), or None.
+        The duplicate rules then suggest what does change the output instead of another seed."""
+        return None
+
     @abstractmethod
     def run(self, knowledge: Knowledge, *, seed: int, progress: Progress) -> Reconstruction:
         """Reconstruct |D_tar| = knowledge.target_size images (fewer are replicated by the harness)."""

@@ -37,6 +37,11 @@ class MIFace(Attack):
         "paper": {"iterations": 5000, "patience": 100, "cost_threshold": 0.99, "step_size": 0.1},  # Sec. 5.2
     }
 
+    def seed_ignored(self) -> str | None:
+        if self.config["init"] != "zeros":
+            return None
+        return "it starts from zeros (init=zeros, as in the paper), so every seed gives the same bytes; --set init=uniform starts from seeded noise"
+
     def run(self, knowledge: Knowledge, *, seed: int, progress: Progress) -> Reconstruction:
         cfg = self.config
         model, device = knowledge.model, knowledge.device

@@ -163,14 +163,18 @@ class RemoteTraceback(Exception):
         return "\n\n" + str(self.args[0]) if self.args else ""
 
 
-def _child_error(header: dict, name: str) -> BaseException:
-    """The one-line error for the attack process's report; its traceback rides along as the cause."""
+def _child_error(header: dict, name: str, source_root: Path | None = None) -> BaseException:
+    """The one-line error for the attack process's report; its traceback rides along as the cause.
+    Paths inside the sandbox's attack folder are shown as the user's own files (source_root)."""
     kind = protocol.text(header.get("type"), 100)
     if kind == "KeyboardInterrupt":  # SIGINT sent to the attack's process alone; report it as the CLI does
         return KeyboardInterrupt()
     line = protocol.text(header.get("line") or f"the attack '{name}' failed: {kind}: {protocol.text(header.get('message'))}")
+    trace = protocol.text(header.get("traceback", ""), 20000)
+    if source_root is not None:
+        line, trace = (text.replace(f"{sandbox.ATTACK_ROOT}/", f"{source_root}{os.sep}") for text in (line, trace))
     exc = CHILD_ERRORS.get(kind, AttackError)(line)
-    exc.__cause__ = RemoteTraceback(protocol.text(header.get("traceback", ""), 20000))
+    exc.__cause__ = RemoteTraceback(trace)
     return exc
 
 
@@ -209,6 +213,7 @@ class AttackProcess:
         self._status: int | None = None  # bubblewrap's --json-status-fd (read end)
         self._status_text = ""
         self._init_pidfd: int | None = None  # the sandbox's first process: all others die with it
+        self._source_root: Path | None = None  # the user's folder of a bring-your-own attack's files
         self._returned = False  # the attack's result has arrived
         self._stack = contextlib.ExitStack()
 
@@ -232,6 +237,7 @@ class AttackProcess:
         if box is not None and ":" in spec and (source := attack_source(spec)) is not None:
             attack_dir = scratch / "attack"  # exactly the files whose hash the result signs
             copy_source(source.files, attack_dir)
+            self._source_root = source.root
             spec = f"{sandbox.ATTACK_ROOT}/{source.entry_file}:{spec.rsplit(':', 1)[1]}"
         ours, theirs = socket.socketpair()
         fd = theirs.detach()
@@ -369,7 +375,7 @@ class AttackProcess:
         except protocol.ProtocolError as exc:
             raise AttackError(f"attack '{self._name()}': its process broke the protocol: {exc}") from None
         if header["op"] == "error":
-            raise _child_error(header, self._name())
+            raise _child_error(header, self._name(), self._source_root)
         return header, arrays
 
     def meta(self) -> AttackMeta:

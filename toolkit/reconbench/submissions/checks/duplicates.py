@@ -115,7 +115,8 @@ def check(ctx: Context) -> list[Check]:
         raise _reproduction(ctx, reproduces.Finding(same_file[0], "the same reconstruction file"))
     if same_file:
         problems.append(f"the same reconstruction file (sha256 {payload.reconstructions.sha256[:16]}...) is already "
-                        f"on the board as {_rel(ctx, same_file[0])}, which came first ({board.how_first(same_file[0])})")
+                        f"on the board as {_rel(ctx, same_file[0])}, which came first ({board.how_first(same_file[0])})"
+                        + reproduces.seed_note(board.payload(same_file[0])))
     if not same_file and ctx.images is not None:
         # Another team's entries, by the track's near-copy thresholds. The team's own entries of the same
         # configuration (seed groups) too, as seed copies: seeds of one configuration must differ as
@@ -141,7 +142,8 @@ def check(ctx: Context) -> list[Check]:
                             f"{_rel(ctx, own[0])}, the same team's earlier run of the same configuration (more than "
                             f"{DUPLICATE_SHARE:.0%}): another seed must be an independent run, not a copy")
     if not problems:  # no copy found, but maybe the same run again, every metric within tolerance
-        found = reproduces.finding(payload, [(e, board.payload(e)) for e in same_target])
+        found = reproduces.finding(payload, [(e, board.payload(e)) for e in same_target], near=reproduces.near_share(board, ctx.track, ctx.images),
+                                   share=DUPLICATE_SHARE)
         if found:
             raise _reproduction(ctx, found)
     if problems:

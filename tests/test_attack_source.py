@@ -1,0 +1,80 @@
+"""A bring-your-own attack's source is the file and the modules it imports from beside it (issue 37,
+item 2): a file saved anywhere, a checkout included, ships what it uses and nothing else; a source
+that is really too large, or that does not parse, is one user error naming the user's own file."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from cli_process import checkout_copy, one_error_line, recon
+
+from reconbench.core.attack_source import MAX_FILES, SourceError, attack_source
+from reconbench.core.errors import describe
+
+REPO = Path(__file__).resolve().parents[1]
+GUIDE = REPO / "site" / "write-an-attack.md"
+
+
+def names(spec: str) -> list[str]:
+    source = attack_source(spec)
+    assert source is not None
+    return [rel for rel, _ in source.files]
+
+
+def test_the_guide_s_attack_saved_in_a_checkout_is_its_one_file(tmp_path):
+    checkout = checkout_copy(tmp_path / "reconbench")
+    assert len(list(checkout.rglob("*.py"))) > 10 * MAX_FILES
+    (code,) = re.findall(r"```python\n(.*?)```", GUIDE.read_text(encoding="utf-8"), flags=re.S)
+    (checkout / "class_ascent.py").write_text(code, encoding="utf-8")
+    assert names(f"{checkout}/class_ascent.py:ClassAscent") == ["class_ascent.py"]
+
+
+def test_modules_imported_from_beside_it_come_along_transitively_and_nothing_else(tmp_path):
+    (tmp_path / "pkg" / "layers").mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "layers" / "__init__.py").write_text("from . import conv\n")  # relative, in a package
+    (tmp_path / "pkg" / "layers" / "conv.py").write_text("import math\n")
+    (tmp_path / "pkg" / "unused.py").write_text("")
+    (tmp_path / "helpers.py").write_text("from deep import VALUE\n")  # transitive
+    (tmp_path / "deep.py").write_text("VALUE = 1\n")
+    (tmp_path / "late.py").write_text("")
+    (tmp_path / "unrelated.py").write_text("import helpers\n")  # beside it, never imported by the attack
+    (tmp_path / "attack.py").write_text(
+        "import torch\nimport helpers\nfrom pkg import layers\n\n"
+        "def run():\n    import late  # imported inside a function: still the source\n")
+    assert names(f"{tmp_path}/attack.py:A") == [
+        "attack.py", "deep.py", "helpers.py", "late.py", "pkg/__init__.py", "pkg/layers/__init__.py", "pkg/layers/conv.py"]
+
+
+def test_a_source_too_large_is_one_user_error_naming_the_caps_and_the_way_out(tmp_path):
+    for i in range(MAX_FILES + 1):
+        (tmp_path / f"part{i}.py").write_text("")
+    (tmp_path / "attack.py").write_text("".join(f"import part{i}\n" for i in range(MAX_FILES + 1)))
+    with pytest.raises(SourceError) as caught:
+        attack_source(f"{tmp_path}/attack.py:A")
+    line = describe(caught.value)
+    assert not line.startswith("internal error") and str(tmp_path / "attack.py") in line
+    assert f"over {MAX_FILES} .py files or 524,288 bytes" in line and "pip install" in line
+
+
+def test_a_syntax_error_names_the_user_s_file_and_line_before_anything_runs(tmp_path):
+    (tmp_path / "helpers.py").write_text("def broken(:\n")
+    (tmp_path / "attack.py").write_text("import helpers\n")
+    proc = recon("evaluate", "--attack", "attack.py:Anything", "--budget", "quick", "--out", "runs/x", cwd=tmp_path)
+    line = one_error_line(proc)
+    assert line.startswith(f"{tmp_path / 'helpers.py'}:1: SyntaxError") and "/attack/" not in line, line
+    assert not (tmp_path / "runs").exists()  # no half-written output
+
+
+def test_an_error_inside_the_sandbox_names_the_user_s_file_not_the_sandbox_s(tmp_path):
+    (tmp_path / "helpers.py").write_text("def fail():\n    raise ValueError('no luck')\n")
+    (tmp_path / "attack.py").write_text(
+        "from helpers import fail\nfrom reconbench.attacks.base import Attack\n\n\nclass Failing(Attack):\n"
+        "    name = 'failing'\n    paper = 'none'\n    family = 'optimization'\n"
+        "    scenarios = ('static/white-box/none',)\n\n    def run(self, knowledge, *, seed, progress):\n"
+        "        fail()\n")
+    proc = recon("evaluate", "--attack", "attack.py:Failing", "--out", "runs/x", "--quiet", cwd=tmp_path)
+    line = one_error_line(proc)
+    assert f"{tmp_path / 'attack.py'}:12" in line and "no luck" in line and "/attack/" not in line, line
