@@ -30,10 +30,14 @@ from __future__ import annotations
 import hashlib
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+if TYPE_CHECKING:
+    from reconbench.submissions.publicspace import PublicSpace
 
 PERCENTILE = 1.0
 HELD_SHARE = 0.05  # more than 5% of reconstructions flagged: held (honest entries measured <= 2%)
@@ -179,10 +183,10 @@ def calibrate(images: np.ndarray) -> Thresholds:
                       pool_sha256=pool_sha256(images))
 
 
-# A Fashion-MNIST public Space holds ~1.4 GB (nine shifted feature sets); a board's entries come
-# grouped by track (folder order), so a few recent tracks keep every hit without holding them all.
+# A board's entries come grouped by track (folder order), so a few recent tracks keep every hit
+# without holding them all (a PublicSpace is small: its projections, ~10 MB on Fashion-MNIST).
 SPACES_KEPT = 2
-_SPACES: OrderedDict[tuple[str, str | None], tuple[Space, Thresholds]] = OrderedDict()
+_SPACES: OrderedDict[tuple[str, str | None], tuple["PublicSpace", Thresholds]] = OrderedDict()
 _THRESHOLDS: dict[tuple[str, str | None], Thresholds] = {}
 
 
@@ -205,9 +209,11 @@ def _recorded(track, images: np.ndarray) -> Thresholds | None:
                       recorded.derivation)
 
 
-def public_space(track) -> tuple[Space, Thresholds]:
-    """The track's public pool as a Space, and its thresholds (registry, else calibrated here)."""
+def public_space(track) -> tuple["PublicSpace", Thresholds]:
+    """The track's public pool as a PublicSpace (submissions/publicspace.py: the same flags as a Space,
+    screened), and its thresholds (registry, else calibrated here)."""
     from reconbench.image.track_files import public_pool
+    from reconbench.submissions.publicspace import PublicSpace
 
     key = (track.id, track.target_set_sha256)
     if key in _SPACES:
@@ -216,7 +222,7 @@ def public_space(track) -> tuple[Space, Thresholds]:
         images = public_pool(track)
         thresholds = _THRESHOLDS.get(key) or _recorded(track, images) or calibrate(images)
         _THRESHOLDS[key] = thresholds  # kept when the Space is dropped
-        _SPACES[key] = (Space(images), thresholds)
+        _SPACES[key] = (PublicSpace(images), thresholds)
         while len(_SPACES) > SPACES_KEPT:
             _SPACES.popitem(last=False)
     return _SPACES[key]
