@@ -40,3 +40,18 @@ def test_the_screened_search_flags_what_the_full_one_flags():
     assert np.allclose(fast.structure[only_struct], full.structure[only_struct], rtol=0, atol=1e-12)
     assert np.all(fast.where[fast.hit] >= 0) and np.all(fast.where[~fast.hit] == -1)
     assert np.all(np.isinf(fast.pixel[~fast.hit]))
+
+
+def test_copies_and_the_closest_distance_are_the_full_comparison_s():
+    """checks/copies.py searches the pool through the same screen: its pairs within the copy threshold
+    and its closest distance are those of the full float64 comparison (copies.nearest_copies)."""
+    from reconbench.submissions.checks.copies import COPY_MSE, nearest_copies
+
+    pool = public_pool(get_track("digits"))
+    q = queries(pool)
+    space = PublicSpace(pool)
+    best, _ = nearest_copies(q, torch.from_numpy(pool.reshape(len(pool), -1)).double() / 255.0)
+    rows, cols, mse = space.pixel_pairs(q, COPY_MSE)
+    assert set(rows.tolist()) == set(np.flatnonzero(best <= COPY_MSE).tolist()) and len(rows)
+    assert abs(space.closest_pixel(q[10:]) - best[10:].min()) < 1e-12  # without the exact copies: a positive minimum
+    assert best[10:].min() > 0

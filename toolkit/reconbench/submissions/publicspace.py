@@ -85,6 +85,12 @@ def _within(q: np.ndarray, pool: np.ndarray, pool_sq: np.ndarray, limit: float) 
     return np.concatenate(rows_out).astype(np.int64), np.concatenate(cols_out).astype(np.int64)
 
 
+def nearest_of_each(rows: np.ndarray, cols: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Positions of each row's smallest value among (row, col, value) pairs; the lowest col on a tie."""
+    order = np.lexsort((cols, values, rows))
+    return order[np.r_[True, rows[order][1:] != rows[order][:-1]]] if len(order) else order
+
+
 class PublicSpace:
     """A track's public pool, searchable for near-copies (see the module docstring)."""
 
@@ -117,16 +123,37 @@ class PublicSpace:
             best = np.minimum(best, 1.0 - np.einsum("ij,ij->i", q_feat[rows], feats[at]))
         return best
 
+    def _pixel_screen(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        flat = np.ascontiguousarray(queries, dtype=np.uint8).reshape(len(queries), -1)
+        return flat, (flat.astype(np.float64) / 255.0) @ self.axes.T
+
+    def pixel_pairs(self, queries: np.ndarray, mse: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every (query, pool image) pair with pixel MSE <= mse: (query rows, pool indices, exact MSE)."""
+        flat, q = self._pixel_screen(queries)
+        rows, cols = _within(q, self.pixel_proj, self.pixel_sq, mse * flat.shape[1])
+        values = self._pixel_mse(flat, rows, cols)
+        keep = values <= mse
+        return rows[keep], cols[keep], values[keep]
+
+    def closest_pixel(self, queries: np.ndarray) -> float:
+        """The smallest pixel MSE between any query and any pool image (exact): each query's nearest
+        image by the bound gives an upper limit, and only pairs whose bound is below it can beat it."""
+        flat, q = self._pixel_screen(queries)
+        if not len(flat) or not len(self):
+            return float("inf")
+        q_sq = (q * q).sum(1)
+        step = max(1, CHUNK // len(self))
+        nearest = np.concatenate([(q_sq[lo:lo + step, None] + self.pixel_sq[None, :] - 2.0 * (q[lo:lo + step] @ self.pixel_proj.T))
+                                  .argmin(1) for lo in range(0, len(q), step)])
+        limit = float(self._pixel_mse(flat, np.arange(len(flat)), nearest).min())
+        rows, cols = _within(q, self.pixel_proj, self.pixel_sq, limit * flat.shape[1])
+        return min(limit, float(self._pixel_mse(flat, rows, cols).min())) if len(rows) else limit
+
     def flag(self, queries: np.ndarray, thresholds: Thresholds) -> Flags:
         queries = np.ascontiguousarray(queries, dtype=np.uint8)
         n, d = len(queries), int(math.prod(self.shape))
         flat = queries.reshape(n, -1)
-        # pixel test: bound, then exact
-        q_pix = (flat.astype(np.float64) / 255.0) @ self.axes.T
-        rows_p, cols_p = _within(q_pix, self.pixel_proj, self.pixel_sq, thresholds.pixel_mse * d)
-        mse = self._pixel_mse(flat, rows_p, cols_p)
-        keep = mse <= thresholds.pixel_mse
-        rows_p, cols_p, mse = rows_p[keep], cols_p[keep], mse[keep]
+        rows_p, cols_p, mse = self.pixel_pairs(queries, thresholds.pixel_mse)  # bound, then exact
         # structure test: bound over the nine shifts, then exact
         q_feat = structure_features(queries).numpy()
         from reconbench.submissions.nearindex import dct_projection
@@ -145,8 +172,7 @@ class PublicSpace:
         hit[rows_s] = True
         # the nearest image in structure space, then (overriding) in pixel space; ties: the lowest index
         for rows, cols, values in ((rows_s, cols_s, dist), (rows_p, cols_p, mse)):
-            order = np.lexsort((cols, values, rows))
-            first = order[np.r_[True, rows[order][1:] != rows[order][:-1]]] if len(order) else order
+            first = nearest_of_each(rows, cols, values)
             where[rows[first]] = cols[first]
         hit[rows_p] = True
         pixel, structure = np.full(n, np.inf), np.full(n, np.inf)
