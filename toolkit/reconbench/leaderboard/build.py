@@ -56,7 +56,7 @@ def usage() -> str:
 
     r = resource.getrusage(resource.RUSAGE_SELF)
     peak_mb = r.ru_maxrss / (1024 * 1024 if os.uname().sysname == "Darwin" else 1024)  # bytes on macOS, kB on Linux
-    return f"process so far: {r.ru_utime + r.ru_stime:.0f} CPU-s, peak {peak_mb:.0f} MB"
+    return f"process so far: {r.ru_utime + r.ru_stime:.1f} CPU-s, peak {peak_mb:.0f} MB"
 
 
 def log_validation(done: int, total: int, report, seconds: float) -> None:
