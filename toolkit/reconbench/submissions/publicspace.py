@@ -108,8 +108,12 @@ class PublicSpace:
         return len(self.images)
 
     def _pixel_mse(self, queries: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-        diff = self.flat[cols].astype(np.int32) - queries[rows].astype(np.int32)
-        return np.einsum("ij,ij->i", diff, diff, dtype=np.int64) / (255.0 ** 2 * self.flat.shape[1])
+        out = np.empty(len(rows))
+        step = max(1, CHUNK // max(1, self.flat.shape[1]))  # pairs at once: int32 differences, 16 MB
+        for lo in range(0, len(rows), step):
+            diff = self.flat[cols[lo:lo + step]].astype(np.int32) - queries[rows[lo:lo + step]].astype(np.int32)
+            out[lo:lo + step] = np.einsum("ij,ij->i", diff, diff, dtype=np.int64)
+        return out / (255.0 ** 2 * self.flat.shape[1])
 
     def _structure(self, q_feat: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """Exact structure distance of each pair: min over the pool image's shifted features."""
@@ -136,18 +140,18 @@ class PublicSpace:
         return rows[keep], cols[keep], values[keep]
 
     def closest_pixel(self, queries: np.ndarray) -> float:
-        """The smallest pixel MSE between any query and any pool image (exact): each query's nearest
-        image by the bound gives an upper limit, and only pairs whose bound is below it can beat it."""
-        flat, q = self._pixel_screen(queries)
-        if not len(flat) or not len(self):
+        """The smallest pixel MSE between any query and any pool image: the full comparison (no bound
+        prunes it: far pairs are most of them), in float64, pool images in blocks (memory bounded)."""
+        x = np.ascontiguousarray(queries, dtype=np.uint8).reshape(len(queries), -1).astype(np.float64) / 255.0
+        if not len(x) or not len(self):
             return float("inf")
-        q_sq = (q * q).sum(1)
-        step = max(1, CHUNK // len(self))
-        nearest = np.concatenate([(q_sq[lo:lo + step, None] + self.pixel_sq[None, :] - 2.0 * (q[lo:lo + step] @ self.pixel_proj.T))
-                                  .argmin(1) for lo in range(0, len(q), step)])
-        limit = float(self._pixel_mse(flat, np.arange(len(flat)), nearest).min())
-        rows, cols = _within(q, self.pixel_proj, self.pixel_sq, limit * flat.shape[1])
-        return min(limit, float(self._pixel_mse(flat, rows, cols).min())) if len(rows) else limit
+        x_sq, best = (x * x).sum(1)[:, None], float("inf")
+        step = max(1, CHUNK // len(x))
+        for lo in range(0, len(self), step):
+            p = self.flat[lo:lo + step].astype(np.float64) / 255.0
+            d = (x_sq + (p * p).sum(1)[None, :] - 2.0 * (x @ p.T)).clip(min=0) / x.shape[1]
+            best = min(best, float(d.min()))
+        return best
 
     def flag(self, queries: np.ndarray, thresholds: Thresholds) -> Flags:
         queries = np.ascontiguousarray(queries, dtype=np.uint8)
