@@ -77,10 +77,12 @@ def main() -> None:
         runs = [("cold (empty cache)", work / "cold.log")] + ([("warm (the cold build's cache)", work / "warm.log")] if args.warm else [])
         for name, log in runs:
             t0 = time.time()
-            wall, cpu, peak = build(work / "cache", work / "public", log)
+            try:
+                wall, cpu, peak = build(work / "cache", work / "public", log)
+            finally:  # the log of a build that failed (or was killed) is the one worth keeping
+                if args.keep_log and log.name == "cold.log" and log.exists():
+                    args.keep_log.write_text(log.read_text(errors="replace"))
             report(name, wall, cpu, peak, log, args.top)
-            if args.keep_log and log.name == "cold.log":
-                args.keep_log.write_text(log.read_text(errors="replace"))
             print(f"  ({time.strftime('%H:%M', time.gmtime(t0))} UTC start)")
     print(f"{os.cpu_count()} CPUs, load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; one torch thread")
 
