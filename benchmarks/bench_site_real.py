@@ -48,6 +48,9 @@ def build(cache: Path, out: Path, log: Path) -> tuple[float, float, float]:
 def report(name: str, wall: float, cpu: float, peak: float, log: Path, top: int) -> None:
     text = log.read_text(errors="replace")
     entries = [m.groups() for m in ENTRY.finditer(text)]
+    # the build's own peak, from its last progress line (getrusage's maximum covers every earlier child too)
+    own = [int(x) for x in re.findall(r"peak (\d+) MB\)", text)]
+    peak = max(own) if own else peak
     print(f"{name}: {cpu:.0f} CPU-s, {wall:.0f} s wall, peak {peak:.0f} MB; {len(entries)} entries validated "
           f"({sum('re-scored' in e[4] for e in entries)} re-scored, {sum('cache' in e[4] for e in entries)} from the cache)")
     rows, last_cpu, last_peak = [], 0.0, 0

@@ -99,6 +99,23 @@ def load_reports(root: Path, *, rescore: bool, device: str) -> list:
     return list(validate_entries(paths, root=root, rescore=rescore, device=device, progress=log_validation))
 
 
+def release_validation_memory() -> None:
+    """Drop what only validation needed (the public pools' search structures) and hand the freed heap
+    back to the system (glibc keeps freed small blocks otherwise): the pages and baselines that
+    follow then start from less, which keeps the build's peak down (issue 37: <= 2 GB)."""
+    import ctypes
+    import gc
+
+    from reconbench.submissions import publicspace
+
+    publicspace.release()  # rebuilt on demand (their thresholds stay)
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to hand back this way
+        pass
+
+
 def attack_catalogue(frames: list[pd.DataFrame]) -> list[dict]:
     """Built-in attacks only, of every modality, from reconbench.core.catalogue (no attack code is imported).
     A name that is not built in comes from an entry's own text: it never gets a page, a nav item or
@@ -129,6 +146,7 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
     timings: dict[str, float] = StageLog()
     t0 = time.perf_counter()
     reports = load_reports(root, rescore=rescore, device=device)
+    release_validation_memory()
     timings["validate"] = time.perf_counter() - t0
     # an entry whose result.json did not parse goes to the first modality's board, which lists it as failed
     boards = {m: m.board([r for r in reports if for_result(r.result) is m], rescore=rescore, galleries=galleries,

@@ -23,10 +23,13 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections import OrderedDict
 
 import numpy as np
 
+from reconbench.submissions import nearcopy
 from reconbench.submissions.nearcopy import SHIFTS, Flags, Thresholds, structure_features
+from reconbench.submissions.nearindex import dct_projection
 
 DIMS = 16  # projected dimensions of each space (the screen; the answer is exact whatever the value)
 BASIS_SAMPLE = 2000  # pool images the pixel axes are computed from (any orthonormal axes keep the bound)
@@ -43,8 +46,6 @@ def _digest(image: np.ndarray) -> bytes:
 
 def _struct_projection(images: np.ndarray) -> np.ndarray:
     """(N, len(SHIFTS), DIMS) projected structure vectors of each image, from the memo where known."""
-    from reconbench.submissions.nearindex import dct_projection
-
     p = dct_projection(tuple(images.shape[1:]), DIMS)
     keys = [_digest(img) for img in images]
     missing = [i for i, k in enumerate(keys) if k not in _MEMO]
@@ -160,8 +161,6 @@ class PublicSpace:
         rows_p, cols_p, mse = self.pixel_pairs(queries, thresholds.pixel_mse)  # bound, then exact
         # structure test: bound over the nine shifts, then exact
         q_feat = structure_features(queries).numpy()
-        from reconbench.submissions.nearindex import dct_projection
-
         q_struct = q_feat @ dct_projection(self.shape, DIMS).T
         pairs = [_within(q_struct, self.struct_proj[:, i], self.struct_sq[:, i], 2.0 * thresholds.structure)
                  for i in range(len(SHIFTS))]
@@ -184,3 +183,33 @@ class PublicSpace:
         pixel[flagged] = self._pixel_mse(flat, flagged, where[flagged])
         structure[flagged] = self._structure(q_feat, flagged, where[flagged])
         return Flags(hit, where, pixel, structure)
+
+
+# A board's entries come grouped by track (folder order), so a few recent tracks keep every hit
+# without holding them all (a PublicSpace is small: its projections, ~10 MB on Fashion-MNIST).
+SPACES_KEPT = 2
+_SPACES: OrderedDict[tuple[str, str | None], tuple[PublicSpace, Thresholds]] = OrderedDict()
+
+
+def public_space(track) -> tuple[PublicSpace, Thresholds]:
+    """The track's public pool as a PublicSpace, and its thresholds (registry, else calibrated:
+    nearcopy.public_thresholds, which keeps them when the space is dropped)."""
+    from reconbench.image.track_files import public_pool
+
+    key = (track.id, track.target_set_sha256)
+    if key in _SPACES:
+        _SPACES.move_to_end(key)
+    else:
+        images = public_pool(track)
+        thresholds = nearcopy._THRESHOLDS.get(key) or nearcopy._recorded(track, images) or nearcopy.calibrate(images)
+        nearcopy._THRESHOLDS[key] = thresholds
+        _SPACES[key] = (PublicSpace(images), thresholds)
+        while len(_SPACES) > SPACES_KEPT:
+            _SPACES.popitem(last=False)
+    return _SPACES[key]
+
+
+def release() -> None:
+    """Drop the spaces and the per-image memo (the site build, once validation is done)."""
+    _SPACES.clear()
+    _MEMO.clear()

@@ -32,8 +32,7 @@ from reconbench.core.hub import HubError
 from reconbench.core.io import FileFormatError
 from reconbench.core.tracks import TrackError
 from reconbench.image.track_files import load_splits
-from reconbench.submissions.nearcopy import public_space
-from reconbench.submissions.publicspace import nearest_of_each
+from reconbench.submissions.publicspace import nearest_of_each, public_space
 
 COPY_MSE = 1e-4
 CHUNK_ELEMENTS = 1 << 23  # rows x pool entries per block: 64 MB of float64 distances at most
