@@ -49,10 +49,19 @@ def _proc_cpu(pid: int) -> tuple[int, float, bool] | None:
     return int(fields[1]), (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), fields[0] != b"Z"
 
 
-def run_tree(argv: list[str], interval: float = 0.1, **popen) -> tuple[float, float]:
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+    except OSError:
+        return "?"
+
+
+def run_tree(argv: list[str], interval: float = 0.1, by_process: dict | None = None, **popen) -> tuple[float, float]:
     """Run a command to its end; (wall s, CPU s of it and every descendant). The CPU is the larger of
     two counts: getrusage's (adopted orphans reaped), and the sum over the processes of the tree of
-    their last /proc sample (taken every `interval` s; a process that is killed before its parent
+    their last /proc sample (taken every `interval` s; `by_process`, if given, gets pid -> (command line,
+    that sample) for each process of the tree; a process that is killed before its parent
     waits for it can vanish from getrusage's count, e.g. bubblewrap's init killed after the exit
     grace, with the attack's interpreter in it)."""
     import subprocess
@@ -75,6 +84,8 @@ def run_tree(argv: list[str], interval: float = 0.1, **popen) -> tuple[float, fl
                 if pid == proc.pid or pid in seen or ppid in seen:
                     grew = grew or pid not in seen
                     seen[pid] = max(seen.get(pid, 0.0), cpu)
+                    if by_process is not None:
+                        by_process[pid] = (by_process.get(pid, (None,))[0] or _cmdline(pid), seen[pid])
         if done and not any(table[pid][2] for pid in seen if pid != proc.pid and pid in table):
             break
         time.sleep(interval)

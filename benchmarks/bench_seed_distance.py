@@ -83,7 +83,7 @@ def copy_share(a: np.ndarray, b: np.ndarray) -> float:
 
 def main() -> None:
     from reconbench.submissions.checks.duplicates import DUPLICATE_SHARE
-    from reconbench.submissions.nearcopy import public_space
+    from reconbench.submissions.nearcopy import public_thresholds
     from reconbench.core.tracks import get_track
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -95,7 +95,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     seeds = args.seed or [0, 1]
-    _, thresholds = public_space(get_track("digits"))
+    thresholds = public_thresholds(get_track("digits"))
     print(f"digits, budget {args.budget}, seeds {seeds}, {args.threads} thread(s); a run is a duplicate of another "
           f"above {DUPLICATE_SHARE:.0%} flagged. Public near-copy thresholds: pixel MSE <= {thresholds.pixel_mse:.3g}, "
           f"structure <= {thresholds.structure:.3g}")

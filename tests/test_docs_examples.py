@@ -40,11 +40,11 @@ def test_python_api_page_runs_and_its_result_can_be_submitted_as_printed(tmp_pat
     # issue 24: the page's run is new to the board, not a near-duplicate of the MI-Face example entry
     from reconbench.image.results import load_reconstructions
     from reconbench.submissions.checks.duplicates import DUPLICATE_SHARE
-    from reconbench.submissions.nearcopy import Space, public_space
+    from reconbench.submissions.nearcopy import Space, public_thresholds
     from reconbench.core.tracks import get_track
 
     (example,) = (SITE.parent / "submissions").glob("*/digits-mi-face-*/reconstructions.safetensors")
-    _, thresholds = public_space(get_track("digits"))
+    thresholds = public_thresholds(get_track("digits"))
     mine, _ = load_reconstructions(result / "reconstructions.safetensors")
     assert Space.flag(Space(load_reconstructions(example)[0]), mine, thresholds).share <= DUPLICATE_SHARE
 

@@ -457,7 +457,7 @@ def test_seed_copies_are_told_from_runs_that_look_alike():
     """Honest seeds of some attacks are within the public near-copy thresholds of each other (Inv-Alignment's
     class-mean-like images on digits: 65%, benchmarks/bench_seed_distance.py); a copy has a near-identical
     twin whatever its order. Stand-in here: two independent noisy draws around the same class images."""
-    from reconbench.submissions.nearcopy import Space, public_space
+    from reconbench.submissions.nearcopy import Space, public_thresholds
     from reconbench.submissions.seedcopy import seed_copy_share
     from reconbench.core.tracks import get_track
 
@@ -468,7 +468,7 @@ def test_seed_copies_are_told_from_runs_that_look_alike():
         return (base + rng.integers(-20, 21, base.shape)).astype(np.uint8)
 
     a, b = draw(), draw()
-    _, thresholds = public_space(get_track("digits"))
+    thresholds = public_thresholds(get_track("digits"))
     assert Space(a).flag(b, thresholds).share > 0.5  # the public thresholds call them copies
     assert seed_copy_share(a, b) == 0.0  # the seed-copy rule does not
     for forged in (flip_one_pixel(a), flip_one_pixel(flip_one_pixel(flip_one_pixel(a, 1), 2), 3),

@@ -58,7 +58,7 @@ def parse_overrides(items: list[str]) -> dict:
 @app.command()
 def evaluate(
     track: str = typer.Option("digits", help="track id (see `recon-submit tracks`)"),
-    attack: str = typer.Option("deepinversion", help="attack name (see `recon-submit attacks`), or path/to/file.py:ClassName"),
+    attack: str = typer.Option("deepdream", help="attack name (see `recon-submit attacks`), or path/to/file.py:ClassName"),
     scenario: Optional[str] = typer.Option(None, help="training/access/data, e.g. static/white-box/none; default: the first of the attack's scenarios that the track offers"),
     seed: int = typer.Option(0, help="seed of every random choice of the attack (recorded in the result)"),
     device: str = typer.Option("cpu", help="cpu, cuda, cuda:1, mps (checked before the run)"),

@@ -26,11 +26,44 @@ import pandas as pd
 from reconbench.leaderboard.frame import attack_page, listed
 from reconbench.leaderboard.pages import Pages
 
-log = logging.getLogger(__name__)
+# Progress lines go under MkDocs' own logger, which `mkdocs build` prints at INFO (a logger outside
+# "mkdocs" has no handler there, and its INFO lines would be dropped); outside MkDocs, set a handler.
+log = logging.getLogger("mkdocs.hooks.reconbench.build")
 
 SUBMISSIONS_ENV = "RECONBENCH_SUBMISSIONS"
 RESCORE_ENV = "RECONBENCH_SITE_RESCORE"
 DEVICE_ENV = "RECONBENCH_SITE_DEVICE"
+
+
+class StageLog(dict):
+    """The build's stage timings (name -> wall seconds), each logged as it is recorded: `make site`
+    prints one line per stage (validation, the boards and their charts, pages, galleries), with the
+    process's CPU seconds and peak memory so far, instead of nothing for minutes (issue 37)."""
+
+    def __setitem__(self, stage: str, seconds: float) -> None:
+        super().__setitem__(stage, seconds)
+        if stage != "total":
+            log.info("reconbench: %s done in %.1f s (%s)", STAGE_NAMES.get(stage, stage), seconds, usage())
+
+
+STAGE_NAMES = {"validate": "validation", "frame": "the board's table", "baselines": "reference baselines",
+               "boards": "boards and charts", "entries": "entry pages", "galleries": "galleries (within entry pages)"}
+
+
+def usage() -> str:
+    """CPU seconds and peak resident memory of this process so far (what the site build's log shows)."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    peak_mb = r.ru_maxrss / (1024 * 1024 if os.uname().sysname == "Darwin" else 1024)  # bytes on macOS, kB on Linux
+    return f"process so far: {r.ru_utime + r.ru_stime:.1f} CPU-s, peak {peak_mb:.0f} MB"
+
+
+def log_validation(done: int, total: int, report, seconds: float) -> None:
+    """One line per validated entry: which, how long, and whether it was re-scored or came from the cache."""
+    how = ("from the validation cache" if report.from_cache else "re-scored" if report.verified else "checked")
+    log.info("reconbench: validation %d/%d %s/%s: %s, %s in %.1f s (%s)", done, total, report.team,
+             report.entry_id or "(team)", report.trust, how, seconds, usage())
 
 
 @dataclass
@@ -62,7 +95,25 @@ def load_reports(root: Path, *, rescore: bool, device: str) -> list:
     paths = discover_entries(root)
     if not paths:
         return []
-    return list(validate_entries(paths, root=root, rescore=rescore, device=device))
+    log.info("reconbench: validation of %d entries from %s (re-score %s)", len(paths), root, "on" if rescore else "off")
+    return list(validate_entries(paths, root=root, rescore=rescore, device=device, progress=log_validation))
+
+
+def release_validation_memory() -> None:
+    """Drop what only validation needed (the public pools' search structures) and hand the freed heap
+    back to the system (glibc keeps freed small blocks otherwise): the pages and baselines that
+    follow then start from less, which keeps the build's peak down (issue 37: <= 2 GB)."""
+    import ctypes
+    import gc
+
+    from reconbench.submissions import publicspace
+
+    publicspace.release()  # rebuilt on demand (their thresholds stay)
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to hand back this way
+        pass
 
 
 def attack_catalogue(frames: list[pd.DataFrame]) -> list[dict]:
@@ -92,9 +143,10 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
     pages in turn: the boards, the attack pages of every built-in attack, the entries and downloads."""
     from reconbench.modalities import MODALITIES, for_attack, for_result
 
-    timings: dict[str, float] = {}
+    timings: dict[str, float] = StageLog()
     t0 = time.perf_counter()
     reports = load_reports(root, rescore=rescore, device=device)
+    release_validation_memory()
     timings["validate"] = time.perf_counter() - t0
     # an entry whose result.json did not parse goes to the first modality's board, which lists it as failed
     boards = {m: m.board([r for r in reports if for_result(r.result) is m], rescore=rescore, galleries=galleries,

@@ -4,6 +4,7 @@ on_config        validate submissions/ and build every generated page in memory 
                  expand the Leaderboards and Attacks nav entries into sections
 on_files         add the generated pages, galleries, downloads and the bundled plotly.min.js as
                  File objects (nothing is written into docs_dir or git)
+on_post_build    log the end of the build (each stage above logs a progress line: build.StageLog)
 on_page_content  put the HTML fragments back into the rendered pages, links made relative; keep
                  entry pages and board tables out of the search index (search.py)
 
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from mkdocs.structure.files import File, Files
 
-from reconbench.leaderboard.build import SiteBundle, build_site, settings_from_env
+from reconbench.leaderboard.build import SiteBundle, build_site, settings_from_env, usage
 from reconbench.leaderboard.pages import PLACEHOLDER, docs_url, resolve_links
 from reconbench.leaderboard.search import for_search, summaries
 
@@ -51,15 +52,15 @@ def on_config(config):
     root, rescore, device = settings_from_env(Path(config.config_file_path).parent / "submissions")
     _bundle = build_site(root, rescore=rescore, device=device, site_url=config.site_url)
     from reconbench.leaderboard.judgements import add_to_bundle  # judge studies (reconbench.judge)
+    from reconbench.leaderboard import defenses, findings, track_cards  # model cards; SoK findings; Table 10
 
-    add_to_bundle(_bundle, root)
-    from reconbench.leaderboard import findings, track_cards  # model cards; the SoK findings page
-
-    track_cards.add_to_bundle(_bundle)
-    findings.add_to_bundle(_bundle, Path(config.config_file_path).parent / findings.CONDITIONS)
-    from reconbench.leaderboard import defenses  # SoK Table 10 on Fashion-MNIST
-
-    defenses.add_to_bundle(_bundle)
+    conditions = Path(config.config_file_path).parent / findings.CONDITIONS
+    for stage, add in (("judge studies", lambda b: add_to_bundle(b, root)), ("model cards", track_cards.add_to_bundle),
+                       ("findings page and its charts", lambda b: findings.add_to_bundle(b, conditions)),
+                       ("defenses view", defenses.add_to_bundle)):
+        t0 = time.perf_counter()
+        add(_bundle)
+        _bundle.timings[stage] = time.perf_counter() - t0  # logged as it is recorded (build.StageLog)
     _summaries = summaries(_bundle.frame)
     phases = ", ".join(f"{k} {v:.2f} s" for k, v in _bundle.timings.items() if k != "total")
     log.info("reconbench: %d entries from %s (re-score %s) in %.2f s (%s)", len(_bundle.frame), root,
@@ -96,6 +97,14 @@ def on_files(files: Files, config):
     if files.get_file_from_path(PLOTLY_JS) is None:
         files.append(File.generated(config, PLOTLY_JS, abs_src_path=str(plotly_js_path())))
     return files
+
+
+def on_pre_build(config):
+    log.info("reconbench: MkDocs renders the pages (%s)", usage())
+
+
+def on_post_build(config):
+    log.info("reconbench: site written to %s (%s)", config.site_dir, usage())
 
 
 def on_page_content(html: str, page, config, files):

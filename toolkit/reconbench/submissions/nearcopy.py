@@ -28,7 +28,6 @@ change or a one-pixel shift 100%.
 from __future__ import annotations
 
 import hashlib
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -179,17 +178,13 @@ def calibrate(images: np.ndarray) -> Thresholds:
                       pool_sha256=pool_sha256(images))
 
 
-# A Fashion-MNIST public Space holds ~1.4 GB (nine shifted feature sets); a board's entries come
-# grouped by track (folder order), so a few recent tracks keep every hit without holding them all.
-SPACES_KEPT = 2
-_SPACES: OrderedDict[tuple[str, str | None], tuple[Space, Thresholds]] = OrderedDict()
 _THRESHOLDS: dict[tuple[str, str | None], Thresholds] = {}
 
 
 def public_thresholds(track) -> Thresholds:
     """The track's thresholds alone (the near-duplicate test between entries needs no public Space)."""
     key = (track.id, track.target_set_sha256)
-    if key not in _THRESHOLDS:  # public_space records its thresholds here too
+    if key not in _THRESHOLDS:  # publicspace.public_space records its thresholds here too
         from reconbench.image.track_files import public_pool
 
         images = public_pool(track)
@@ -203,23 +198,6 @@ def _recorded(track, images: np.ndarray) -> Thresholds | None:
         return None
     return Thresholds(recorded.pixel_mse, recorded.structure, recorded.percentile, recorded.pool_sha256,
                       recorded.derivation)
-
-
-def public_space(track) -> tuple[Space, Thresholds]:
-    """The track's public pool as a Space, and its thresholds (registry, else calibrated here)."""
-    from reconbench.image.track_files import public_pool
-
-    key = (track.id, track.target_set_sha256)
-    if key in _SPACES:
-        _SPACES.move_to_end(key)
-    else:
-        images = public_pool(track)
-        thresholds = _THRESHOLDS.get(key) or _recorded(track, images) or calibrate(images)
-        _THRESHOLDS[key] = thresholds  # kept when the Space is dropped
-        _SPACES[key] = (Space(images), thresholds)
-        while len(_SPACES) > SPACES_KEPT:
-            _SPACES.popitem(last=False)
-    return _SPACES[key]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -79,6 +80,9 @@ STAGES: list[tuple[str, Callable[[Context], list[Check]]]] = [
     ("reproduction", reproduction.check),
 ]
 TEAM_STAGES = STAGES[:3]  # a team folder without entries: its layout, its team.toml, its identity
+Progress = Callable[[int, int, "EntryReport", float], None]  # (done, total, the unit's report, its seconds)
+
+
 @dataclass
 class EntryReport:
     team: str
@@ -96,6 +100,7 @@ class EntryReport:
     membership: dict = field(default_factory=dict)  # metric -> GapResult re-scored against the holdout
     gaps: dict = field(default_factory=dict)  # metric -> metrics.membership.Gap (per-reconstruction values, for plots)
     mirrored: dict = field(default_factory=dict)  # metric -> GapResult of the mirrored reconstructions (held rule)
+    from_cache: bool = False  # the costly stages' outcome came from the validation cache (nothing re-scored)
 
     @property
     def failed(self) -> bool:
@@ -234,7 +239,8 @@ def run_checks(unit: Unit, root: Path, board: Board, *, rescore: bool = True, de
                        unverified=list(ctx.unverified), verified=verified,
                        held_reason=ctx.held_reason if trust == "held" else None,
                        evidence=dict(ctx.evidence) if trust == "held" else {},
-                       membership=dict(ctx.membership), gaps=dict(ctx.gaps), mirrored=dict(ctx.mirrored))
+                       membership=dict(ctx.membership), gaps=dict(ctx.gaps), mirrored=dict(ctx.mirrored),
+                       from_cache=record is not None)
 
 
 def trusted_cache(cache, root: Path) -> ValidationCache | None:
@@ -258,8 +264,10 @@ def _checkout(root: Path) -> Path:
 
 def validate_board(paths: list[Path] | None = None, root: Path = DEFAULT_ROOT, *, rescore: bool = True,
                    device: str = "cpu", weights_dir: Path | None = None, explicit: list[Path] | None = None,
-                   base_root: Path | None = None, cache: bool | ValidationCache = True) -> BoardReport:
+                   base_root: Path | None = None, cache: bool | ValidationCache = True,
+                   progress: Progress | None = None) -> BoardReport:
     """Validate every unit under `root`, or only those the given paths touch (a pull request's diff).
+    `progress(done, total, report, seconds)` is called after each unit (the site build's log lines).
 
     `explicit` paths are validated too, but each must select at least one entry: a path typed by a
     person that holds none (a typo, a deleted entry) is an error, not "OK: 0 entries checked". Paths
@@ -271,9 +279,13 @@ def validate_board(paths: list[Path] | None = None, root: Path = DEFAULT_ROOT, *
     if cache is True:
         cache = ValidationCache.default() if enabled_by_env() else None
     board = Board(root, base_root, cache=trusted_cache(cache, root))
+    reports = []
     with one_torch_thread():  # many small tensor ops: a second thread only adds synchronisation (threads.py)
-        reports = [run_checks(u, root, board, rescore=rescore, device=device, weights_dir=weights_dir)
-                   for u in selection.units]
+        for unit in selection.units:
+            t0 = time.perf_counter()
+            reports.append(run_checks(unit, root, board, rescore=rescore, device=device, weights_dir=weights_dir))
+            if progress is not None:
+                progress(len(reports), len(selection.units), reports[-1], time.perf_counter() - t0)
     hold_extraordinary(reports, root)  # needs every report: the reference is the track's reproduced entries
     reports.sort(key=lambda r: (not r.is_entry, r.team, r.entry_id, str(r.path)))
     changes = key_changes(root, base_root)  # without a base branch: the git history's (key_history.py)
@@ -283,8 +295,9 @@ def validate_board(paths: list[Path] | None = None, root: Path = DEFAULT_ROOT, *
 
 def validate_entries(paths: list[Path] | None = None, root: Path = DEFAULT_ROOT, *, rescore: bool = True,
                      device: str = "cpu", weights_dir: Path | None = None,
-                     cache: bool | ValidationCache = True) -> list[EntryReport]:
+                     cache: bool | ValidationCache = True, progress: Progress | None = None) -> list[EntryReport]:
     """One report per entry folder (team folders without entries and stray files are left out:
     see validate_board for those). With `paths`, only the entries those paths touch."""
-    board = validate_board(paths, root, rescore=rescore, device=device, weights_dir=weights_dir, cache=cache)
+    board = validate_board(paths, root, rescore=rescore, device=device, weights_dir=weights_dir, cache=cache,
+                           progress=progress)
     return [r for r in board.entries if r.is_entry]

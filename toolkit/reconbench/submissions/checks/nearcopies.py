@@ -18,7 +18,8 @@ import numpy as np
 from reconbench.core.hub import HubError
 from reconbench.core.io import FileFormatError
 from reconbench.submissions.checks.base import Check, Context
-from reconbench.submissions.nearcopy import HELD_SHARE, public_space
+from reconbench.submissions.nearcopy import HELD_SHARE
+from reconbench.submissions.publicspace import public_space
 from reconbench.core.tracks import TrackError
 
 EVIDENCE_ROWS = 32  # shown on the entry page (all flagged indices are in the check's details)

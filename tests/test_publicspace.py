@@ -1,0 +1,57 @@
+"""The public near-copy search (submissions/publicspace.py) flags exactly what the full comparison
+(nearcopy.Space.flag) flags, with the same nearest distances, on the digits pool: copies, edited
+copies, shifted copies, constant images and noise (issue 37: it replaced the full comparison in the
+site build and in validate)."""
+
+import numpy as np
+import torch
+
+from reconbench.core.tracks import get_track
+from reconbench.image.track_files import public_pool
+from reconbench.submissions.nearcopy import Space, public_thresholds
+from reconbench.submissions.publicspace import PublicSpace
+
+
+def queries(pool: np.ndarray) -> np.ndarray:
+    rng = np.random.default_rng(3)
+    picks = pool[rng.choice(len(pool), 60, replace=False)].copy()
+    edited = picks[:20].copy()
+    edited[:, 0, rng.integers(0, 8, 20), rng.integers(0, 8, 20)] = 255  # one full-range pixel each
+    shifted = np.roll(picks[20:40], 1, axis=3)
+    noisy = np.clip(picks[40:].astype(int) + rng.integers(-12, 13, picks[40:].shape), 0, 255).astype(np.uint8)
+    constant = np.full((3, *pool.shape[1:]), 90, np.uint8)
+    noise = rng.integers(0, 256, (20, *pool.shape[1:])).astype(np.uint8)
+    return np.concatenate([picks[:10], edited, shifted, noisy, constant, noise])
+
+
+def test_the_screened_search_flags_what_the_full_one_flags():
+    track = get_track("digits")
+    pool, thresholds = public_pool(track), public_thresholds(track)
+    q = queries(pool)
+    torch.set_num_threads(1)
+    full = Space(pool).flag(q, thresholds)
+    fast = PublicSpace(pool).flag(q, thresholds)
+    assert 10 < full.hit.sum() < len(q)  # the cases include both answers
+    assert np.array_equal(fast.hit, full.hit)
+    by_pixel = full.hit & (full.pixel <= thresholds.pixel_mse)
+    # the evidence: the nearest public image in the space that flagged it, at the same distance
+    assert np.allclose(fast.pixel[by_pixel], full.pixel[by_pixel], rtol=0, atol=1e-12)
+    only_struct = full.hit & ~by_pixel
+    assert np.allclose(fast.structure[only_struct], full.structure[only_struct], rtol=0, atol=1e-12)
+    assert np.all(fast.where[fast.hit] >= 0) and np.all(fast.where[~fast.hit] == -1)
+    assert np.all(np.isinf(fast.pixel[~fast.hit]))
+
+
+def test_copies_and_the_closest_distance_are_the_full_comparison_s():
+    """checks/copies.py searches the pool through the same screen: its pairs within the copy threshold
+    and its closest distance are those of the full float64 comparison (copies.nearest_copies)."""
+    from reconbench.submissions.checks.copies import COPY_MSE, nearest_copies
+
+    pool = public_pool(get_track("digits"))
+    q = queries(pool)
+    space = PublicSpace(pool)
+    best, _ = nearest_copies(q, torch.from_numpy(pool.reshape(len(pool), -1)).double() / 255.0)
+    rows, cols, mse = space.pixel_pairs(q, COPY_MSE)
+    assert set(rows.tolist()) == set(np.flatnonzero(best <= COPY_MSE).tolist()) and len(rows)
+    assert abs(space.closest_pixel(q[10:]) - best[10:].min()) < 1e-12  # without the exact copies: a positive minimum
+    assert best[10:].min() > 0
