@@ -22,8 +22,11 @@ The cache is an optimisation, never evidence. Every file carries an HMAC-SHA256 
 content under a secret the submitter cannot hold ($RECONBENCH_VALIDATION_CACHE_KEY: in CI a secret of
 main's own jobs, in tests a throwaway): a file planted in the cache folder, in a commit or a
 restored cache, with a digest anyone can recompute, fails it and is recomputed. Where no secret is
-set (a pull request's job, a contributor's machine) nothing is read from the cache and nothing is
-written to it: every outcome is re-derived. A stale file cannot be found either (its key changes with
+set (a pull request's job, a contributor's machine) the secret is this machine's own: a random key
+made on first use beside the signing key (<config>/validation-cache.key, mode 0600), outside any
+checkout and hidden from the attack's sandbox. It makes `make site` after `validate` re-score
+nothing on the machine that validated, and it authenticates nothing anywhere else: a restored or
+committed file made under another key fails and is re-derived. A stale file cannot be found either (its key changes with
 whatever it depends on), so a tampered, truncated or stale cache costs time, never a verdict.
 The cache lives outside the checkout ($RECONBENCH_CACHE/validation, default
 $XDG_CACHE_HOME/reconbench/validation): validate_board ignores one inside the folder it validates.
@@ -36,6 +39,7 @@ import hashlib
 import hmac
 import json
 import os
+import secrets
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -44,16 +48,37 @@ import numpy as np
 
 from reconbench.core.cache import cache_root
 from reconbench.core.io import atomic_path
+from reconbench.core.signing import default_key_path
 
 CACHED_STAGES = ("rescore", "copies", "nearcopies")
 CACHE_ENV = "RECONBENCH_VALIDATION_CACHE"  # "0": no cache (the full re-validation)
-KEY_ENV = "RECONBENCH_VALIDATION_CACHE_KEY"  # the HMAC secret; unset: the cache is neither read nor written
+KEY_ENV = "RECONBENCH_VALIDATION_CACHE_KEY"  # the HMAC secret; unset: this machine's own (local_secret)
 FORMAT = "reconbench-validation-cache-2"  # 2: HMAC digests (1: plain sha256, which anyone can recompute)
 
 
 def key_from_env() -> bytes | None:
+    """CI's secret where the environment sets one, else this machine's own (None if it cannot be made)."""
     secret = os.environ.get(KEY_ENV, "")
-    return secret.encode() if secret.strip() else None
+    return secret.encode() if secret.strip() else local_secret()
+
+
+def local_secret_path() -> Path:
+    return default_key_path().parent.parent / "validation-cache.key"  # <config>/reconbench/, beside keys/
+
+
+def local_secret() -> bytes | None:
+    """This machine's cache secret: 32 random bytes made on first use, readable by its owner only.
+    None where the config folder cannot be written (the cache is then inert, never wrong)."""
+    path = local_secret_path()
+    try:
+        if not path.is_file():
+            with atomic_path(path) as tmp:
+                tmp.write_text(secrets.token_hex(32), encoding="ascii")
+                os.chmod(tmp, 0o600)
+        value = path.read_text(encoding="ascii").strip()
+    except OSError:
+        return None
+    return value.encode() if len(value) == 64 else None
 
 
 def enabled_by_env() -> bool:
@@ -116,8 +141,8 @@ def _hex64(value: str) -> bool:
 @dataclass
 class ValidationCache:
     """One folder (default: <cache root>/validation) holding features/ and checks/, authenticated by
-    `secret` (default: $RECONBENCH_VALIDATION_CACHE_KEY). Without a secret it is inert: every load
-    misses and every store is dropped."""
+    `secret` (default: $RECONBENCH_VALIDATION_CACHE_KEY, else this machine's own). Without a secret
+    it is inert: every load misses and every store is dropped."""
 
     root: Path
     secret: bytes | None = None
