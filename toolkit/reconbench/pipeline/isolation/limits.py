@@ -88,6 +88,19 @@ def for_budget(budget: str, overrides: dict[str, str] | None = None) -> Limits:
     return base.raised(overrides) if overrides else base
 
 
+def recorded_overrides(budget: str, recorded: str | None) -> dict[str, str] | None:
+    """The raised limits a result records (provenance.limits), as overrides for its re-run: only the
+    values above the budget's current defaults (a re-run never gets less than a fresh run)."""
+    if not recorded:
+        return None
+    base = BUDGET_LIMITS.get(budget, BUDGET_LIMITS["default"])
+    out = {}
+    for name, text in parse_overrides(recorded.split()).items():
+        if name in asdict(base) and _parse(name, text) > getattr(base, name):
+            out[name] = text
+    return out or None
+
+
 def parse_overrides(items: list[str]) -> dict[str, str]:
     """['memory=64GiB', 'wall=24h'] -> {'memory': '64GiB', 'wall': '24h'} (values checked by Limits.raised)."""
     out = {}
@@ -213,6 +226,20 @@ class Cgroup:
                     if int(counts.get(key, 0)) > 0:
                         return what
         return None
+
+    def kill_all(self) -> None:
+        """SIGKILL every task still in the cgroup (what escaped the tree: a double fork, setsid)."""
+        import signal
+
+        for path in self.paths:
+            with contextlib.suppress(OSError):
+                if (path / "cgroup.kill").exists():  # cgroup v2, Linux 5.14+
+                    (path / "cgroup.kill").write_text("1")
+                    continue
+                for _ in range(3):  # v1: a task may fork while it is being killed
+                    for pid in (path / "cgroup.procs").read_text().split():
+                        with contextlib.suppress(OSError, ValueError):
+                            os.kill(int(pid), signal.SIGKILL)
 
     def remove(self) -> None:
         """Once the tree is gone (its last tasks may take a moment to leave the cgroup after dying)."""

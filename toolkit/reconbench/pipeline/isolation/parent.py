@@ -357,8 +357,16 @@ class AttackProcess:
             if self._returned:  # a result came back: its process is exiting; let it (and bubblewrap) end in order
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     self._proc.wait(timeout=EXIT_GRACE_S)
+            # No sandbox: what the attack's process started goes with it (listed before it dies: then
+            # they are orphans, which only the cgroup, where there is one, still holds).
+            started = run_limits.tree(self._proc.pid)[1:] if self._init_pidfd is None else []
             if self._proc.poll() is None:
                 self._proc.kill()  # bubblewrap: its init dies with it (--die-with-parent), and with it every process inside
+            for pid in started:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            if self._cgroup is not None:
+                self._cgroup.kill_all()
             self._proc.wait()
             if self._proc.stderr is not None:
                 self._proc.stderr.close()
