@@ -57,6 +57,14 @@ def _reports(err: str) -> list[dict]:
     return [json.loads(line.split(" ", 1)[1]) for line in err.splitlines() if line.startswith("HOSTILE-REPORT ")]
 
 
+def _cgroup_here() -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    made = run_limits.Cgroup(SMALL)
+    made.remove()
+    return made.kind != "none"
+
+
 def _one_line(exc: BaseException) -> str:
     text = str(exc)
     assert "\n" not in text and len(text) < 400, text
@@ -86,6 +94,7 @@ def test_each_limit_ends_the_run_with_one_line_naming_it(track, capfd, mode, siz
     assert list(Path("/proc").glob("*/cmdline")) and not _lingering("limits.py")  # the tree is gone
 
 
+@pytest.mark.slow  # seconds of CPU each: the slow set (CI runs both sets)
 @needs_bwrap
 def test_cpu_and_wall_time_limits_end_the_run(track, capfd):
     """CPU first (the attack spins), then wall time (it sleeps): the evaluator's own clocks."""
@@ -99,9 +108,10 @@ def test_cpu_and_wall_time_limits_end_the_run(track, capfd):
     assert t1.children_user + t1.children_system - t0.children_user - t0.children_system < 15  # stopped near its limit
 
 
+@pytest.mark.slow  # seconds of CPU each: the slow set (CI runs both sets)
 @needs_bwrap
-@pytest.mark.skipif(run_limits.Cgroup(SMALL).kind == "none" if sys.platform.startswith("linux") else True,
-                    reason="no writable cgroup here (memory across the tree is then bounded per process only)")
+@pytest.mark.skipif(not _cgroup_here(), reason="no writable cgroup here (memory across the tree is then bounded per "
+                                               "process only: docs/sandbox.md)")
 def test_memory_across_the_tree_is_one_limit_where_a_cgroup_can_be_made(track, capfd):
     """Four processes each under the per-process limit, together over it: the cgroup's OOM kill ends the run."""
     with pytest.raises(AttackError, match=r"memory limit of 1536MiB was hit \(cgroup") as caught:
@@ -135,6 +145,7 @@ def test_limits_come_from_the_budget_and_are_only_raised():
         run_limits.for_budget("default", {"memory": "lots"})
 
 
+@pytest.mark.slow  # seconds of CPU each: the slow set (CI runs both sets)
 @needs_bwrap
 def test_the_result_records_the_limits_and_a_raised_one(tmp_path, capfd, signing_key):
     from reconbench.image.evaluation import evaluate
@@ -217,11 +228,13 @@ def _peak_rss() -> int:
     return int(next(ln.split()[1] for ln in status.splitlines() if ln.startswith("VmHWM:"))) * 1024
 
 
+@pytest.mark.slow  # seconds of CPU each: the slow set (CI runs both sets)
 @needs_bwrap
 def test_a_large_query_does_not_grow_the_evaluators_memory(track, capfd):
-    """200,000 images in one query (51 MB of input; ~4 GB of evaluator memory when it was answered in
-    one batch): answered in bounded batches, the evaluator's peak grows by far less than the query."""
-    n = 200_000
+    """100,000 images in one query (26 MB of input; 1.3 GB of evaluator memory when a message was
+    answered in one model call, benchmarks/bench_query_rss.py): answered in bounded batches, the
+    evaluator's peak grows by about twice the 16 MiB message, whatever the query's size."""
+    n = 100_000
     assert n <= track.query_budget
     _run(track, "surface.py:BigQuery", {"n": 1000})  # warm: the model's first batch, allocator pools
     _peak_rss_reset()
@@ -235,6 +248,7 @@ def test_a_large_query_does_not_grow_the_evaluators_memory(track, capfd):
 
 # --- the reproducer's key --------------------------------------------------------------------------
 
+@pytest.mark.slow  # seconds of CPU each: the slow set (CI runs both sets)
 @needs_bwrap
 def test_reproduce_key_without_a_sandbox_refuses_before_the_attack_starts(tmp_path, monkeypatch):
     """An entry whose attack copies the reproducer's key (a canary) somewhere observable: without a

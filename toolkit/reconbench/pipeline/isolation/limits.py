@@ -36,6 +36,7 @@ TIME_UNITS = {"": 1, "s": 1, "m": 60, "min": 60, "h": 3600}
 SIZE_FIELDS = ("memory", "tmp", "shm")
 TIME_FIELDS = ("cpu", "wall")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
+PREFIX = "reconbench-attack-"  # then the evaluator's pid and a random part
 # (file, counter, limit): an OOM kill in the cgroup (v2, v1), a fork refused by pids.max
 EVENTS = (("memory.events", "oom_kill", "memory"), ("memory.oom_control", "oom_kill", "memory"), ("pids.events", "max", "pids"))
 
@@ -166,7 +167,7 @@ class Cgroup:
     def __init__(self, limits: Limits):
         self.kind = "none"
         self.paths: list[Path] = []
-        name = f"reconbench-attack-{uuid.uuid4().hex[:12]}"
+        name = f"{PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}"
         with contextlib.suppress(OSError):
             if (CGROUP_ROOT / "cgroup.controllers").is_file():
                 self._v2(name, limits)
@@ -185,6 +186,7 @@ class Cgroup:
         enabled = (parent / "cgroup.subtree_control").read_text().split()
         if not {"memory", "pids"} <= set(enabled):
             return
+        _sweep(parent)
         path = parent / name
         path.mkdir()
         self.paths = [path]
@@ -200,6 +202,7 @@ class Cgroup:
             own = _own_cgroup(controller)
             if own is None:
                 return
+            _sweep(CGROUP_ROOT / controller / own.lstrip("/"))
             path = CGROUP_ROOT / controller / own.lstrip("/") / name
             path.mkdir()
             made.append(path)
@@ -253,6 +256,15 @@ class Cgroup:
                 except OSError:
                     time.sleep(0.05)
         self.paths = []
+
+
+def _sweep(parent: Path) -> None:
+    """Remove the empty cgroups of evaluators that died without removing theirs (killed, say)."""
+    for path in parent.glob(PREFIX + "*"):
+        pid = path.name[len(PREFIX):].split("-")[0]
+        with contextlib.suppress(OSError):  # an hour old at least: never one being set up by another evaluator
+            if pid.isdigit() and not Path(f"/proc/{pid}").exists() and time.time() - path.stat().st_mtime > 3600:
+                path.rmdir()  # refused while a task is still in it
 
 
 def _own_cgroup(controller: str) -> str | None:

@@ -45,6 +45,7 @@ MAX_BARS = 32  # progress bars one attack may have open at once
 # process sends at most 10 advances a second per bar, plus a start and an end per bar).
 PROGRESS_RATE, PROGRESS_BURST = 200, 2000
 QUERY_CHUNK = 1024  # images the evaluator's model sees at once, whatever the query's size
+CHECK_EVERY_S = 0.2  # how often the evaluator checks the attack's tree against its limits
 EXIT_GRACE_S = 5  # after its result, how long the attack's process may take to exit before it is killed
 CHILD_ERRORS = {"KnowledgeError": KnowledgeError, "QueryBudgetExceeded": QueryBudgetExceeded, "AttackError": AttackError}
 
@@ -230,6 +231,7 @@ class AttackProcess:
         self._monitor: run_limits.Monitor | None = None
         self._tokens, self._refilled = float(PROGRESS_BURST), time.monotonic()
         self._result_bytes = 0  # the most array bytes a result may hold (set by run())
+        self._checked = 0.0  # when the limits were last checked
 
     def __enter__(self) -> AttackProcess:
         try:
@@ -413,10 +415,14 @@ class AttackProcess:
     def _recv(self) -> tuple[dict, list[np.ndarray]]:
         assert self._conn is not None and self._proc is not None
         try:
-            while not self._conn.poll(0.2):
+            if self._monitor is not None and time.monotonic() - self._checked >= CHECK_EVERY_S:
+                self._checked = time.monotonic()  # also between messages: a stream of queries cannot outrun it
+                self._monitor.check()
+            while not self._conn.poll(CHECK_EVERY_S):
                 if self._proc.poll() is not None and not self._conn.poll(0):
                     raise EOFError
                 if self._monitor is not None:
+                    self._checked = time.monotonic()
                     self._monitor.check()
             header, arrays = protocol.recv(self._conn, 0, limits={"query": protocol.QUERY_BATCH_BYTES,
                                                                   "result": self._result_bytes})
@@ -502,7 +508,7 @@ class AttackProcess:
         ident, event = header.get("id"), header.get("event")
         total, steps = header.get("total", 0), header.get("steps", 0)
         if (type(ident) is not int or event not in ("start", "advance", "end") or type(total) is not int or total < 0
-                or type(steps) is not int or (event == "start") == (ident in bars) or len(bars) >= MAX_BARS
+                or type(steps) is not int or steps < 0 or (event == "start") == (ident in bars) or len(bars) >= MAX_BARS
                 and event == "start"):
             raise AttackError(f"attack '{self._name()}': its process broke the protocol: bad progress message "
                               f"({protocol.text(json.dumps(header, default=str), 160)})")
