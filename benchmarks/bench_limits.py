@@ -4,13 +4,14 @@ without them.
     python benchmarks/bench_limits.py                              # mi-face, default budget, on digits
     python benchmarks/bench_limits.py --attack deepinversion --budget quick --repeat 2
 
-Two modes, alternately in one invocation (each repeat runs both), both in the bubblewrap sandbox:
+Two modes, alternately in one invocation (each repeat runs both, in turns first), both in the bubblewrap sandbox:
 - limits: what every evaluation does (a cgroup where one can be made, RLIMIT_DATA/CPU on the tree,
   sized /tmp and /dev/shm, and the evaluator's watch of the tree every 0.2 s);
 - none: the cgroup, the rlimits and the watch switched off (tmpfs sizes stay: they cost nothing
   until a write).
 CPU time is user + system of this process and of every process it waited for (the sandbox's
-included, adopted and reaped as in bench_isolation.py); the best of the repeats is reported.
+included, adopted and reaped as in bench_isolation.py); the best of the repeats is reported, with the
+CPU cost of one check of the tree by the evaluator (the watch's whole recurring cost).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_cpu import adopt_orphans, reap_orphans  # noqa: E402
 from bench_isolation import cpu_seconds  # noqa: E402
+
+from reconbench.pipeline.isolation.parent import CHECK_EVERY_S  # noqa: E402
 
 
 def run_once(attack: str, budget: str, limited: bool):
@@ -67,15 +70,32 @@ def main() -> None:
           f"load average {os.getloadavg()[0]:.1f} at the start")
     best = {m: [float("inf"), float("inf")] for m in ("limits", "none")}
     same = True
-    for _ in range(args.repeat):
+    for i in range(args.repeat):
         runs = {}
-        for mode in ("none", "limits"):
+        for mode in ("none", "limits") if i % 2 == 0 else ("limits", "none"):  # neither always goes first
             runs[mode], wall, cpu = run_once(args.attack, args.budget, mode == "limits")
             best[mode] = [min(best[mode][0], wall), min(best[mode][1], cpu)]
         same = same and torch.equal(runs["none"].reconstruction.images, runs["limits"].reconstruction.images)
     (w0, c0), (w1, c1) = best["none"], best["limits"]
     print(f"| {args.attack} ({args.budget}) | {c0:.2f} | {c1:.2f} | {c1 / c0:.3f} | {w0:.1f} | {w1:.1f} | {same} |")
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
+    print(f"one check of the tree: {check_cost() * 1e3:.3f} CPU-ms; at one per {CHECK_EVERY_S} s: "
+          f"{check_cost() / CHECK_EVERY_S * 100:.3f}% of one CPU")
+
+
+def check_cost(n: int = 2000) -> float:
+    """CPU seconds of one Monitor.check (cgroup files, /proc walk of a tree) on this process's own tree."""
+    from reconbench.pipeline.isolation.limits import Cgroup, Monitor, for_budget
+
+    group = Cgroup(for_budget("default"))
+    try:
+        monitor = Monitor(for_budget("default"), os.getpid(), group)
+        t0 = time.process_time()
+        for _ in range(n):
+            monitor.check()
+        return (time.process_time() - t0) / n
+    finally:
+        group.remove()
 
 
 if __name__ == "__main__":
