@@ -113,9 +113,9 @@ def test_cpu_and_wall_time_limits_end_the_run(track, capfd):
 @pytest.mark.skipif(not _cgroup_here(), reason="no writable cgroup here (memory across the tree is then bounded per "
                                                "process only: docs/sandbox.md)")
 def test_memory_across_the_tree_is_one_limit_where_a_cgroup_can_be_made(track, capfd):
-    """Four processes each under the per-process limit, together over it: the cgroup's OOM kill ends the run."""
+    """Five processes each under the per-process limit, together over it: the cgroup's OOM kill ends the run."""
     with pytest.raises(AttackError, match=r"memory limit of 1536MiB was hit \(cgroup") as caught:
-        _run(track, "limits.py:Hog", {"mode": "memory-tree", "size_mib": 400})
+        _run(track, "limits.py:Hog", {"mode": "memory-tree", "size_mib": 320})
     _one_line(caught.value)
 
 

@@ -6,13 +6,13 @@ more (a GPU run of a `paper` preset) raises them with `evaluate --limit NAME=VAL
 records every value that applied (provenance.limits, `Limits.record`).
 
 How each is enforced, from the strongest means the machine offers (docs/sandbox.md has the table):
-- memory and tasks: a cgroup of the attack's own (cgroup v2 where this process's cgroup is delegated
-  to it, cgroup v1 where the memory and pids hierarchies are writable, e.g. as root), which counts
-  the whole tree, tmpfs pages included; and always, per process, RLIMIT_DATA (private writable
-  memory: what malloc, numpy and torch allocate) and RLIMIT_NPROC. RLIMIT_NPROC counts the
-  processes of one user in one user namespace (Linux 5.14+), so in the sandbox it is a per-run
-  limit, but the kernel exempts uid 0 (a root evaluator): there the cgroup, or else the evaluator's
-  own count (`Monitor`), ends the run.
+- memory and tasks: a cgroup of the attack's own (cgroup v1 where the memory and pids hierarchies
+  are writable, e.g. as root; cgroup v2 where this process's cgroup already enables both for its
+  children), which counts the whole tree, tmpfs pages included; and always, per process,
+  RLIMIT_DATA (private writable memory: what malloc, numpy and torch allocate), and RLIMIT_NPROC set
+  by the attack's process inside the sandbox: it counts the processes of one user in one user
+  namespace (Linux 5.14+), so there it is a per-run limit, but the kernel exempts uid 0 (a root
+  evaluator): then the cgroup, or else the evaluator's own count (`Monitor`), ends the run.
 - CPU time: RLIMIT_CPU per process, and the evaluator's sum over the tree (`Monitor`).
 - wall time: the evaluator's clock.
 - tmpfs: bubblewrap's `--size` on /tmp and /dev/shm (the rest of /dev is read-only).
@@ -212,13 +212,27 @@ class Cgroup:
         self.kind = "cgroup1"
 
     def join(self) -> None:
-        """In the child between fork and exec: move this process into the cgroup(s)."""
+        """In the child between fork and exec: move this process into the cgroup(s). A refusal (a v2
+        hierarchy that does not let this process move) is not fatal: `verify` sees it afterwards."""
         for path in self.paths:
-            fd = os.open(path / "cgroup.procs", os.O_WRONLY)
             try:
-                os.write(fd, b"0")
-            finally:
-                os.close(fd)
+                fd = os.open(path / "cgroup.procs", os.O_WRONLY)
+                try:
+                    os.write(fd, b"0")
+                finally:
+                    os.close(fd)
+            except OSError:
+                return
+
+    def verify(self, pid: int) -> None:
+        """After the start: if the attack's first process is not in every cgroup, say there is none
+        (the per-process limits and the Monitor's count still hold) rather than trust an empty one."""
+        with contextlib.suppress(OSError):
+            members = [(path / "cgroup.procs").read_text().split() for path in self.paths]
+            if all(str(pid) in m for m in members):
+                return
+        self.remove()
+        self.kind = "none"
 
     def hit(self) -> str | None:
         """'memory' or 'pids' when the kernel killed or refused a task of the tree for that limit, else None."""

@@ -272,6 +272,7 @@ class AttackProcess:
         finally:
             os.close(fd)
             os.close(out_w)
+        self._cgroup.verify(self._proc.pid)
         self._monitor = run_limits.Monitor(self.limits, self._proc.pid, self._cgroup)
         self._conn = Connection(ours.detach())
         try:
