@@ -47,7 +47,7 @@ class Hog(Attack):
                 if os.fork() == 0:
                     try:
                         kept = np.ones(size, np.uint8)  # touched: resident, and kept
-                        time.sleep(600 + kept[0])
+                        time.sleep(600 + int(kept[0]))
                     except BaseException as exc:  # noqa: BLE001 - never back into the forked copy of the run
                         report({"child": repr(exc)[:200]})
                     finally:
