@@ -250,12 +250,19 @@ def test_processes_and_threads_left_behind_die_with_the_run_and_queries_are_the_
     pytest.param("object-dtype", "bad array declaration", marks=pytest.mark.slow),
     pytest.param("short-array", "array of 16 bytes, declared 256", marks=pytest.mark.slow),
     pytest.param("int-images", "unexpected message 'result'", marks=pytest.mark.slow),
+    ("overflow-float", r"malformed message header \(ValueError: number 1e999 is out of range\)"),
+    ("long-integer", r"malformed message header \(ValueError: integer of 4000 digits\)"),
+    ("huge-dim", r"malformed message header \(ValueError: integer of 22 digits\)"),  # 2**70: past 64 bits
+    pytest.param("big-dim", r"bad array declaration .*each below 2147483648", marks=pytest.mark.slow),  # 0 bytes in all
+    pytest.param("bad-progress", "bad progress message", marks=pytest.mark.slow),
+    ("progress-flood", "more than 200 progress messages a second"),
 ])
 def test_malformed_messages_end_the_run_with_one_clear_error(track, tmp_path, capfd, case, message):
     marker = tmp_path / "unpickled"
     t0 = time.monotonic()
-    with pytest.raises(AttackError, match=message):
+    with pytest.raises(AttackError, match=message) as caught:
         _run(track, "Messages", {"case": case, "marker": str(marker)})
+    assert "\n" not in str(caught.value) and len(str(caught.value)) < 600  # one line, never the 4000 digits
     assert time.monotonic() - t0 < 55  # refused at once, not after the attack's 60 s sleep ended the run
     assert _reports(capfd) == [{"sent": case}]
     assert not marker.exists()  # nothing from the attack's process was unpickled or run here
@@ -263,7 +270,7 @@ def test_malformed_messages_end_the_run_with_one_clear_error(track, tmp_path, ca
 
 def test_a_sandbox_that_cannot_start_is_a_clear_error_not_a_fallback(track, monkeypatch):
     real = mounts.system_args
-    monkeypatch.setattr(mounts, "system_args", lambda: real() + ["--ro-bind", "/nonexistent-reconbench", "/x"])
+    monkeypatch.setattr(mounts, "system_args", lambda *a: real(*a) + ["--ro-bind", "/nonexistent-reconbench", "/x"])
     monkeypatch.setenv(sandbox.ENV_VAR, "auto")  # even when not required, bwrap being there means it must work
     with pytest.raises(SandboxError, match=r"bubblewrap could not start the attack's sandbox \(bwrap: Can't find "
                                            r"source path /nonexistent-reconbench.*RECONBENCH_SANDBOX=none"):
@@ -276,11 +283,12 @@ def test_without_bubblewrap_the_run_warns_once_and_records_none(tmp_path, monkey
     with pytest.raises(SandboxError, match="RECONBENCH_SANDBOX=bubblewrap, but bwrap is not installed"):
         sandbox.choose()
     monkeypatch.setenv(sandbox.ENV_VAR, "auto")
-    sandbox._warn.cache_clear()
+    sandbox._warn_once.cache_clear()
     assert sandbox.choose() is None and sandbox.choose() is None
     err = capfd.readouterr().err.splitlines()
-    assert err == ["warning: the attack runs without an OS sandbox (bubblewrap not found): it has your user's access "
-                   "to this machine; the result records sandbox: none"]
+    assert err == ["warning: the attack runs without an OS sandbox (bubblewrap not found): it can read every file your "
+                   "user can (keys, ~/.ssh, tokens, caches, this checkout) and reach the network; the result records "
+                   "sandbox: none"]
     monkeypatch.setenv(sandbox.ENV_VAR, "sometimes")
     with pytest.raises(SandboxError, match="use one of auto, bubblewrap, none"):
         sandbox.choose()
@@ -343,7 +351,7 @@ def test_a_checkout_under_tmp_is_a_read_only_skeleton_in_the_sandbox(tmp_path):
               "    try:\n        open(os.path.join(d, 'planted'), 'w'); print('written')\n"
               "    except OSError as e:\n        print(e.strerror)\n"
               "open('/tmp/scratch', 'w'); print('tmp writable')\n")
-    args = [shutil.which("bwrap"), "--unshare-all", "--die-with-parent", *mounts.system_args(), *before]
+    args = [shutil.which("bwrap"), "--unshare-all", "--die-with-parent", *mounts.system_args(1 << 24, 1 << 20), *before]
     for root in mounts.python_roots():
         args += ["--ro-bind", root, root]
     args += ["--ro-bind", str(checkout / "venv"), str(checkout / "venv"), *after, "--", sys.executable, "-c", script]

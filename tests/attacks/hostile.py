@@ -30,11 +30,17 @@ def zeros(knowledge) -> Reconstruction:
 def _probe_in_fresh_interpreter(plan: dict) -> dict:
     """probe.py in a new interpreter started without the subprocess module (no audit event): it has
     no guards at all, only the sandbox around it."""
+    return run_fresh("probe.py", json.dumps(plan))
+
+
+def run_fresh(script: str, *args: str) -> dict:
+    """`script` (beside this file) in a new interpreter without guards; it writes JSON to the
+    descriptor given as its last argument."""
     import multiprocessing.util
 
     r, w = os.pipe()
-    pid = multiprocessing.util.spawnv_passfds(os.fsencode(sys.executable), [sys.executable, os.path.join(HERE, "probe.py"),
-                                                               json.dumps(plan), str(w)], (w,))
+    pid = multiprocessing.util.spawnv_passfds(os.fsencode(sys.executable), [sys.executable, os.path.join(HERE, script),
+                                                                           *args, str(w)], (w,))
     os.close(w)
     with os.fdopen(r) as f:
         text = f.read()
@@ -180,6 +186,7 @@ class Messages(Attack):
         case = self.config["case"]
         n = knowledge.target_size
         shape = [n, *knowledge.input_shape]
+        half = [max(1, n // 2), *knowledge.input_shape]
         header = {
             "pickle": None,
             "huge-header": None,
@@ -189,8 +196,15 @@ class Messages(Attack):
             "giant-array": {"op": "query", "view": "query", "arrays": [{"dtype": "float32", "shape": [1 << 20, 1 << 20]}]},
             "object-dtype": {"op": "result", "config": {}, "arrays": [{"dtype": "object", "shape": [1]}]},
             "short-array": {"op": "query", "view": "query", "arrays": [{"dtype": "float32", "shape": [1, 1, 8, 8]}]},
-            "int-images": {"op": "result", "config": {}, "facts": {}, "arrays": [{"dtype": "int64", "shape": shape},
+            # int64 images in half the rows: the bytes a result may hold, the wrong dtype
+            "int-images": {"op": "result", "config": {}, "facts": {}, "arrays": [{"dtype": "int64", "shape": half},
                                                                                  {"dtype": "int64", "shape": [n]}]},
+            "overflow-float": b'{"op": "result", "config": {"lr": 1e999}, "facts": {}, "arrays": []}',
+            "long-integer": b'{"op": "result", "config": {"steps": ' + b"9" * 4000 + b'}, "facts": {}, "arrays": []}',
+            "huge-dim": {"op": "query", "view": "query", "arrays": [{"dtype": "float32", "shape": [0, 2 ** 70, 8, 8]}]},
+            "big-dim": {"op": "query", "view": "query", "arrays": [{"dtype": "float32", "shape": [0, 2 ** 40, 8, 8]}]},
+            "bad-progress": {"op": "progress", "event": "advance", "id": 99, "steps": 1},
+            "progress-flood": None,
         }[case]
         # Reported before sending: the evaluator refuses a message as soon as its header is bad and kills
         # this process, which may then still be blocked in a send the evaluator never finished reading.
@@ -201,6 +215,10 @@ class Messages(Attack):
             conn.send_bytes(b'{"op": "result", "pad": "' + b"x" * (1 << 22) + b'"}')
         elif case == "nested":
             conn.send_bytes(b"[" * 60000 + b"]" * 60000)
+        elif case == "progress-flood":
+            conn.send_bytes(json.dumps({"op": "progress", "event": "start", "id": 0, "description": "x", "total": 1}).encode())
+            for _ in range(200_000):
+                conn.send_bytes(b'{"op": "progress", "event": "advance", "id": 0, "steps": 1}')
         elif isinstance(header, bytes):
             conn.send_bytes(header)
         else:
@@ -208,7 +226,7 @@ class Messages(Attack):
             if case == "short-array":
                 conn.send_bytes(b"\0" * 16)  # 16 bytes where 256 were declared
             if case == "int-images":
-                conn.send_bytes(b"\0" * (8 * int(torch.tensor(shape).prod())))
+                conn.send_bytes(b"\0" * (8 * int(torch.tensor(half).prod())))
                 conn.send_bytes(b"\0" * (8 * n))
         time.sleep(60)  # the evaluator must refuse, end the run and kill this process long before
         return zeros(knowledge)

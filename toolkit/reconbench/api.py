@@ -147,6 +147,7 @@ def evaluate(
     progress: Progress | None = None,
     command: str | None = None,
     surrogate: str | None = None,
+    limits: dict[str, str] | None = None,
 ) -> EvaluationOutput:
     """Run, score, sign and write a result folder (what `recon-submit evaluate` does).
 
@@ -154,7 +155,8 @@ def evaluate(
     defined in a notebook cell must be saved to a file first: `run_attack` takes it as it is.
 
     `key`: the ed25519 private key file; by default keygen's, created on first use. `out`: the
-    folder to create (it must not exist); by default ./recon-results/<entry-id>/. Returns
+    folder to create (it must not exist); by default ./recon-results/<entry-id>/. `limits`: the
+    attack's resource limits raised above its budget's (e.g. {"memory": "64GiB"}; docs/sandbox.md). Returns
     EvaluationOutput: `.folder`, `.result.payload` (metrics, provenance), `.matches`.
     """
     from reconbench.core.signing import default_key_path, generate_key
@@ -169,7 +171,7 @@ def evaluate(
 
     return modality.evaluate(attack, track, key_path=key_path, command_for=command_for, scenario=scenario, seed=seed,
                              device=device, options=options, budget=budget, out=out, weights_dir=weights_dir,
-                             progress=progress, surrogate=surrogate)
+                             progress=progress, surrogate=surrogate, limits=limits)
 
 
 def check_track_and_key(track: str, key_path: str | Path) -> Modality:

@@ -41,6 +41,13 @@ def __getattr__(name: str):  # USER_ERRORS, computed when asked: importing them 
     raise AttributeError(name)
 
 
+def parse_limits(items: list[str]) -> dict[str, str] | None:
+    """`--limit memory=64GiB --limit wall=24h` (values checked against the budget's limits by the run)."""
+    from reconbench.pipeline.isolation.limits import parse_overrides as parse
+
+    return parse(items) or None
+
+
 def parse_overrides(items: list[str]) -> dict:
     """`--set iterations=100 --set lr=0.1`: values parsed as JSON when they parse, else strings."""
     config = {}
@@ -70,6 +77,7 @@ def evaluate(
     weights_dir: Optional[Path] = weights_dir_option(),
     offline: bool = offline_option(),
     quiet: bool = typer.Option(False, help="no progress bar"),
+    limit: list[str] = typer.Option([], "--limit", help="raise one of the attack's resource limits above its budget's, NAME=VALUE (repeatable; memory, pids, cpu, wall, tmp, shm, e.g. memory=64GiB wall=24h; recorded in the result: docs/sandbox.md)"),
     threads: Optional[int] = typer.Option(None, min=1, help="torch threads for this run and the attack's process "
                                           "(default: RECONBENCH_THREADS, else torch's default capped at the CPUs "
                                           "this process may use; docs/performance.md)"),
@@ -94,6 +102,7 @@ def evaluate(
         options=parse_overrides(set_), budget=budget, weights_dir=weights_dir, surrogate=surrogate,
         progress=Progress(None if quiet else rich_task),
         command=evaluate_command(track, attack, scenario, seed, device, set_, budget, surrogate),
+        limits=parse_limits(limit),
     )
     payload = output.result.payload
     from reconbench.cli.commands.metric_table import print_metrics

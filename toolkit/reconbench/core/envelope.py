@@ -105,6 +105,14 @@ class Provenance(Strict):
                     "unsandboxed (absent in results made before the field existed: read as none)",
     )
 
+    # The resource limits the attack's process ran under (reconbench.pipeline.isolation.limits), e.g.
+    # "memory=8GiB pids=1024 cpu=43200s wall=21600s tmp=2GiB shm=512MiB". Left out when absent.
+    limits: Annotated[str, StringConstraints(pattern=r"^[a-z]+=[0-9A-Za-z]{1,24}( [a-z]+=[0-9A-Za-z]{1,24}){0,15}$")] | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="the limits (memory, tasks, CPU and wall time, /tmp and /dev/shm sizes) the attack's process ran "
+                    "under: its budget's, or higher where the run raised them with --limit (absent: made before the field)",
+    )
+
     @property
     def sandboxed(self) -> bool:
         """Whether the attack ran in the OS sandbox (absent: made before the field existed, so not known to)."""

@@ -22,6 +22,7 @@ import numpy as np
 from reconbench.core.attack_source import attack_source
 from reconbench.image.attacks import ATTACKS, DEFAULT_ATTACK, Attack, AttackError, Progress, Reconstruction, enforce_size, load_attack
 from reconbench.core.io import sha256_file
+from reconbench.pipeline.isolation.limits import Limits, for_budget
 from reconbench.pipeline.isolation.parent import AttackMeta, AttackProcess
 from reconbench.pipeline.isolation.parent import attack_spec as spec_of
 from reconbench.image.knowledge import Knowledge, KnowledgeError, build_knowledge, check_attack_fits
@@ -114,6 +115,7 @@ class AttackRun:
     knowledge: Knowledge  # the evaluator's view: its query counters are the ones recorded
     budget: str = "default"  # the budget preset the config started from
     sandbox: str = "none"  # the OS sandbox the attack's process ran in (provenance.sandbox)
+    limits: str | None = None  # the resource limits it ran under (provenance.limits)
 
 
 def _checked(track: Track, meta: AttackMeta, knowledge: Knowledge, images, labels, facts=None) -> Reconstruction:
@@ -132,7 +134,7 @@ def _meta_of(cls: type[Attack]) -> AttackMeta:
 
 def attack_run(track: Track, attack: str | type[Attack], requested: str | Scenario | None, *, config: dict, seed: int,
                device: torch.device, progress: Progress, budget: str = "default", isolate: bool = True,
-               prepare: Callable[[Knowledge], Knowledge] | None = None) -> AttackRun:
+               prepare: Callable[[Knowledge], Knowledge] | None = None, limits: Limits | None = None) -> AttackRun:
     """Choose the scenario, build its view, run the attack; returns the checked reconstructions.
 
     isolate=True (every evaluation): the attack runs in its own process (reconbench.pipeline.isolation),
@@ -142,6 +144,7 @@ def attack_run(track: Track, attack: str | type[Attack], requested: str | Scenar
     a surrogate route: steal with the view's queries, hand over a white-box view of the stolen
     model); the caller then chose `requested` itself and the attack's fit is not checked here.
     AttackRun.knowledge is always the scenario's own view, whose counters the result records.
+    limits: the attack's resource limits (default: its budget's; reconbench.pipeline.isolation.limits).
     """
     requested = str(requested) if requested is not None else None
 
@@ -162,7 +165,7 @@ def attack_run(track: Track, attack: str | type[Attack], requested: str | Scenar
     spec = spec_of(attack)
     if spec in ATTACKS:
         ATTACKS[spec](budget=budget, **config)  # bad options fail here, before a long run (our code: safe to import)
-    with AttackProcess(spec, config, budget, device=device) as process:
+    with AttackProcess(spec, config, budget, device=device, limits=limits) as process:
         preload()  # while the attack's interpreter starts
         # A registered attack's declaration is known here, so the view is built while the attack's
         # process starts (imports take seconds); a bring-your-own attack is never imported here.
@@ -175,7 +178,7 @@ def attack_run(track: Track, attack: str | type[Attack], requested: str | Scenar
             raise AttackError(f"attack '{spec}': its process loaded a different attack ({process.meta().code})")
         images, labels = process.run(view, seed=seed, progress=progress)
         return AttackRun(meta, dict(process.config), chosen, _checked(track, meta, view, images, labels, process.facts), knowledge,
-                         budget, process.sandbox)
+                         budget, process.sandbox, process.limits.record())
 
 
 def run_attack(track: Track, attack: str | type[Attack], scenario: Scenario, *, config: dict, seed: int,
@@ -201,8 +204,10 @@ def evaluate(
     weights_dir: Path | None = None,
     budget: str = "default",
     surrogate: str | None = None,
+    limits: dict[str, str] | None = None,
 ) -> EvaluationOutput:
     track = get_track(track_id)
+    run_limits = for_budget(budget, limits)  # a bad --limit fails here, before anything runs
     track.require_runnable()
     surrogate_config: dict[str, Any] = {}
     if surrogate:  # a white-box attack in a black-box cell, through a stolen model (reconbench.image.surrogate)
@@ -230,7 +235,8 @@ def evaluate(
         return route.surrogate_view(knowledge, got.model)
 
     run = attack_run(track, attack_spec, scenario, config=config or {}, seed=seed, device=torch_device,
-                     progress=progress or Progress(), budget=budget, prepare=steal_then_view if surrogate else None)
+                     progress=progress or Progress(), budget=budget, prepare=steal_then_view if surrogate else None,
+                     limits=run_limits)
     chosen, rec, knowledge, meta = run.scenario, run.reconstruction, run.knowledge, run.meta
     finished = datetime.now(timezone.utc)
     # The wall time from the same clock as started/finished, which validation compares it with: on a
@@ -291,6 +297,7 @@ def evaluate(
             queries=knowledge.query.queries if chosen.access == "black-box" else None,
             attack_facts=dict(rec.provenance) or None,
             sandbox=run.sandbox,
+            limits=run.limits,
         ),
         membership=None if holdout is None else MembershipInfo.of(holdout.sha256, report.membership),
         surrogate=None if not stolen else SurrogateInfo(

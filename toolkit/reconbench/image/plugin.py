@@ -55,7 +55,7 @@ def result_schema() -> dict:
 
 
 def evaluate(attack, track: str, *, key_path: Path, command_for, scenario, seed, device, options, budget, out,
-             weights_dir, progress, surrogate):
+             weights_dir, progress, surrogate, limits=None):
     """A registered name, `file.py:Class` or an Attack class, run in its own (sandboxed) process."""
     from reconbench.image.evaluation import evaluate as run
     from reconbench.pipeline.isolation.parent import attack_spec
@@ -67,7 +67,7 @@ def evaluate(attack, track: str, *, key_path: Path, command_for, scenario, seed,
         track_id=track, attack_spec=spec, scenario=scenario, seed=seed, device=device,
         out=Path(out) if out is not None else None, key_path=key_path, config=dict(options or {}),
         progress=progress, command=command_for(spec), weights_dir=Path(weights_dir) if weights_dir is not None else None,
-        budget=budget, surrogate=surrogate,
+        budget=budget, surrogate=surrogate, limits=limits,
     )
 
 

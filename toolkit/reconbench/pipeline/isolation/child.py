@@ -31,16 +31,30 @@ class RemoteQuery:
         import numpy as np
         import torch
 
-        from reconbench.core.queries import KnowledgeError, QueryBudgetExceeded, check_query_shape
+        from reconbench.core.queries import QueryBudgetExceeded, check_query_shape
 
         check_query_shape(tuple(x.shape), self._input_shape)
-        protocol.send(self._conn, {"op": "query", "view": self._view}, np.asarray(x.detach().float().cpu().numpy(), np.float32))
+        images = np.asarray(x.detach().float().cpu().numpy(), np.float32)
+        # One message holds at most protocol.QUERY_BATCH_BYTES of images: a larger query goes in
+        # batches (checked against the budget first, so that it is refused whole, as the evaluator would).
+        step = max(1, protocol.QUERY_BATCH_BYTES // max(1, images[0].nbytes if len(images) else 1))
+        if len(images) > step and self.queries + len(images) > self.budget:
+            raise QueryBudgetExceeded(f"query budget of {self.budget} images exhausted ({self.queries} used, "
+                                      f"{len(images)} asked)")
+        answers = [self._ask(images[i:i + step]) for i in range(0, max(len(images), 1), step)]
+        probs = answers[0] if len(answers) == 1 else np.concatenate(answers)
+        return torch.from_numpy(probs).to(x.device if x.device.type != "meta" else "cpu")
+
+    def _ask(self, images):
+        from reconbench.core.queries import KnowledgeError, QueryBudgetExceeded
+
+        protocol.send(self._conn, {"op": "query", "view": self._view}, images)
         header, arrays = protocol.recv(self._conn)
         if header["op"] == "refused":
             kind = {"budget": QueryBudgetExceeded, "shape": ValueError}.get(header.get("kind"), KnowledgeError)
             raise kind(protocol.text(header.get("message")))
         self.queries = int(header["queries"])
-        return torch.from_numpy(arrays[0].copy()).to(x.device if x.device.type != "meta" else "cpu")
+        return arrays[0].copy()
 
     def __getattr__(self, name: str):
         from reconbench.core.queries import KnowledgeError
@@ -79,6 +93,30 @@ class RemoteProgress:
                 protocol.send(self._conn, {"op": "progress", "event": "end", "id": ident})
 
         return bar()
+
+
+def _limit_hit(exc: BaseException) -> str | None:
+    """Which of the run's limits an error shows was hit: memory (RLIMIT_DATA or the cgroup refused an
+    allocation), or a full /tmp or /dev/shm (bubblewrap's --size)."""
+    import errno
+
+    seen = exc
+    while seen is not None:
+        if isinstance(seen, MemoryError) or "can't allocate memory" in str(seen) or type(seen).__name__ == "OutOfMemoryError":
+            return "memory"
+        if isinstance(seen, OSError) and seen.errno == errno.ENOSPC:
+            full = [name for name, path in (("shm", "/dev/shm"), ("tmp", "/tmp")) if _full(path)]
+            return full[0] if full else "tmp"
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def _full(path: str) -> bool:
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < 1 << 20
 
 
 def _where(exc: BaseException) -> str:
@@ -162,6 +200,10 @@ def main() -> None:
     os.dup2(1, 2)
     fd, parent_pid = int(sys.argv[1]), int(sys.argv[2])  # parent_pid 0: in the sandbox (another PID namespace)
     hub_paths = sys.argv[3:]
+    if not parent_pid and os.environ.get("RECONBENCH_ATTACK_PIDS", "").isdigit():  # in the sandbox: see limits.limit_tasks
+        from reconbench.pipeline.isolation.limits import limit_tasks
+
+        limit_tasks(int(os.environ["RECONBENCH_ATTACK_PIDS"]))
     guards.install(parent_pid, hub_paths)
     conn = Connection(fd)
     try:
@@ -171,6 +213,7 @@ def main() -> None:
 
         try:
             protocol.send(conn, {"op": "error", "type": type(exc).__name__, "message": protocol.text(str(exc)),
+                                 "limit": _limit_hit(exc),
                                  "where": _where(exc), "line": protocol.text(describe(exc)),
                                  "traceback": protocol.text("".join(traceback.format_exception(exc)), 20000)})
         except Exception:

@@ -158,16 +158,23 @@ def private_hides(bound: list[str], secrets: list[str]) -> list[str]:
     return args
 
 
-def system_args() -> list[str]:
+def system_args(tmp_bytes: int, shm_bytes: int) -> list[str]:
     """/usr read-only, the merged-/usr links (or the folders themselves on older systems), a minimal
-    /dev, the sandbox's own /proc, a private /tmp."""
+    /dev with a /dev/shm of `shm_bytes` (the rest of /dev is made read-only at the end: `dev_seal`),
+    the sandbox's own /proc, a private /tmp of `tmp_bytes` (bubblewrap 0.7+: --size)."""
     args = ["--ro-bind", "/usr", "/usr"]
     for path in MERGED_USR:
         if os.path.islink(path):
             args += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             args += ["--ro-bind", path, path]
-    return args + ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    return args + ["--dev", "/dev", "--size", str(shm_bytes), "--tmpfs", "/dev/shm", "--proc", "/proc",
+                   "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
+
+
+# After every mount point inside /dev exists (a GPU's nodes): /dev itself read-only, so the only
+# writable memory-backed folders are the sized /tmp and /dev/shm.
+DEV_SEAL = ["--remount-ro", "/dev"]
 
 
 def tmp_skeletons(bound: list[str], writable: list[str]) -> tuple[list[str], list[str]]:

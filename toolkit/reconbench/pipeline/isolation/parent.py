@@ -32,12 +32,20 @@ import torch
 
 from reconbench.image.attacks.base import AttackError, Progress
 from reconbench.core.attack_source import attack_source, copy_source
+from reconbench.pipeline.isolation import limits as run_limits
 from reconbench.pipeline.isolation import protocol, sandbox, seccomp
+from reconbench.pipeline.isolation.relay import Relay
 from reconbench.pipeline.isolation.child import to_device
 from reconbench.image.knowledge import Knowledge
-from reconbench.core.queries import KnowledgeError, QueryBudgetExceeded, QueryFunction
+from reconbench.core.queries import (KnowledgeError, LinkedQueryFunction, QueryBudgetExceeded, QueryFunction,
+                                     check_query_shape)
 
 MAX_BARS = 32  # progress bars one attack may have open at once
+# Progress messages: a bucket of PROGRESS_BURST, refilled at PROGRESS_RATE a second (the attack's
+# process sends at most 10 advances a second per bar, plus a start and an end per bar).
+PROGRESS_RATE, PROGRESS_BURST = 200, 2000
+QUERY_CHUNK = 1024  # images the evaluator's model sees at once, whatever the query's size
+CHECK_EVERY_S = 0.2  # how often the evaluator checks the attack's tree against its limits
 EXIT_GRACE_S = 5  # after its result, how long the attack's process may take to exit before it is killed
 CHILD_ERRORS = {"KnowledgeError": KnowledgeError, "QueryBudgetExceeded": QueryBudgetExceeded, "AttackError": AttackError}
 
@@ -163,12 +171,18 @@ class RemoteTraceback(Exception):
         return "\n\n" + str(self.args[0]) if self.args else ""
 
 
-def _child_error(header: dict, name: str, source_root: Path | None = None) -> BaseException:
+def _child_error(header: dict, name: str, source_root: Path | None = None,
+                 limits: run_limits.Limits | None = None) -> BaseException:
     """The one-line error for the attack process's report; its traceback rides along as the cause.
     Paths inside the sandbox's attack folder are shown as the user's own files (source_root)."""
     kind = protocol.text(header.get("type"), 100)
     if kind == "KeyboardInterrupt":  # SIGINT sent to the attack's process alone; report it as the CLI does
         return KeyboardInterrupt()
+    hit = header.get("limit")  # the child's own diagnosis of its failure: out of memory, a full tmpfs
+    if limits is not None and hit in ("memory", "tmp", "shm"):
+        exc = AttackError(f"attack '{name}': " + run_limits.line(hit, limits, protocol.text(header.get("message"), 160)))
+        exc.__cause__ = RemoteTraceback(protocol.text(header.get("traceback", ""), 20000))
+        return exc
     line = protocol.text(header.get("line") or f"the attack '{name}' failed: {kind}: {protocol.text(header.get('message'))}")
     trace = protocol.text(header.get("traceback", ""), 20000)
     if source_root is not None:
@@ -199,8 +213,10 @@ class AttackProcess:
     (`sandbox`: its label for provenance.sandbox, "none" without one). `device`: where the attack
     will run (a CUDA run gets the GPU's device nodes inside the sandbox)."""
 
-    def __init__(self, spec: str, config: dict[str, Any], budget: str = "default", *, device: str | torch.device = "cpu"):
+    def __init__(self, spec: str, config: dict[str, Any], budget: str = "default", *, device: str | torch.device = "cpu",
+                 limits: run_limits.Limits | None = None):
         self.spec = spec
+        self.limits = limits or run_limits.for_budget(budget)  # recorded as provenance.limits
         self.config = dict(config)
         self.budget = budget
         self.device = torch.device(device)
@@ -216,6 +232,12 @@ class AttackProcess:
         self._source_root: Path | None = None  # the user's folder of a bring-your-own attack's files
         self._returned = False  # the attack's result has arrived
         self._stack = contextlib.ExitStack()
+        self._relay: Relay | None = None  # the attack's stdout and stderr, relayed
+        self._cgroup: run_limits.Cgroup | None = None
+        self._monitor: run_limits.Monitor | None = None
+        self._tokens, self._refilled = float(PROGRESS_BURST), time.monotonic()
+        self._result_bytes = 0  # the most array bytes a result may hold (set by run())
+        self._checked = 0.0  # when the limits were last checked
 
     def __enter__(self) -> AttackProcess:
         try:
@@ -243,15 +265,22 @@ class AttackProcess:
         fd = theirs.detach()
         argv = [sys.executable, "-m", "reconbench.pipeline.isolation.child", str(fd), "0" if box else str(os.getpid()), *_hub_paths()]
         env = _child_env(Path("/tmp") if box else scratch, torch.get_num_threads(), sandboxed=box is not None, cache=cache)
+        env["RECONBENCH_ATTACK_PIDS"] = str(self.limits.pids)
+        self._cgroup = run_limits.Cgroup(self.limits)
+        out_r, out_w = os.pipe()  # the attack's stdout and stderr: relayed, never this process's own
+        self._relay = Relay(out_r)
         try:
             with sigint_blocked():
                 if box is None:
-                    self._proc = subprocess.Popen(argv, pass_fds=(fd,), env=env, stdin=subprocess.DEVNULL, stdout=2,
-                                                  cwd=os.getcwd())
+                    self._proc = subprocess.Popen(argv, pass_fds=(fd,), env=env, stdin=subprocess.DEVNULL, stdout=out_w,
+                                                  stderr=out_w, cwd=os.getcwd(), preexec_fn=self._limit_child)
                 else:
-                    self._proc = self._start_sandboxed(box, argv, fd, env, attack_dir, cache)
+                    self._proc = self._start_sandboxed(box, argv, fd, env, attack_dir, cache, out_w)
         finally:
             os.close(fd)
+            os.close(out_w)
+        self._cgroup.verify(self._proc.pid)
+        self._monitor = run_limits.Monitor(self.limits, self._proc.pid, self._cgroup)
         self._conn = Connection(ours.detach())
         try:
             protocol.send(self._conn, {"op": "start", "spec": spec, "config": self.config, "budget": self.budget,
@@ -260,8 +289,14 @@ class AttackProcess:
             raise self._gone() from None
         return self
 
+    def _limit_child(self) -> None:
+        """Between fork and exec of the attack's first process: its cgroup and per-process limits."""
+        assert self._cgroup is not None
+        self._cgroup.join()
+        run_limits.apply_rlimits(run_limits.rlimits(self.limits))
+
     def _start_sandboxed(self, box: sandbox.Bubblewrap, argv: list[str], fd: int, env: dict, attack_dir: Path | None,
-                         cache: Path | None) -> subprocess.Popen:
+                         cache: Path | None, out_w: int) -> subprocess.Popen:
         writable = []
         if cache is not None:
             (cache / "gan-priors").mkdir(parents=True, exist_ok=True)
@@ -271,11 +306,13 @@ class AttackProcess:
         try:
             command = box.command(argv, package=Path(__file__).resolve().parents[2], env=env, attack_dir=attack_dir,
                                   devices=sandbox.gpu_devices() if self.device.type == "cuda" else [],
-                                  secrets=_secret_paths(), writable=writable, status_fd=status_w, seccomp_fd=filter_r)
-            # The child's stdout is this process's stderr (the child points its own stderr there first
+                                  secrets=_secret_paths(), writable=writable, status_fd=status_w, seccomp_fd=filter_r,
+                                  tmp_bytes=self.limits.tmp, shm_bytes=self.limits.shm)
+            # The child's stdout is the relayed pipe (the child points its own stderr there first
             # thing); bubblewrap's stderr is a pipe read only when the sandbox fails to start.
             proc = subprocess.Popen(command, pass_fds=tuple(f for f in (fd, status_w, filter_r) if f is not None), env={},
-                                    stdin=subprocess.DEVNULL, stdout=2, stderr=subprocess.PIPE)
+                                    stdin=subprocess.DEVNULL, stdout=out_w, stderr=subprocess.PIPE,
+                                    preexec_fn=self._limit_child)
         finally:
             for f in (status_w, filter_r, filter_w):
                 if f is not None:
@@ -330,8 +367,16 @@ class AttackProcess:
             if self._returned:  # a result came back: its process is exiting; let it (and bubblewrap) end in order
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     self._proc.wait(timeout=EXIT_GRACE_S)
+            # No sandbox: what the attack's process started goes with it (listed before it dies: then
+            # they are orphans, which only the cgroup, where there is one, still holds).
+            started = run_limits.tree(self._proc.pid)[1:] if self._init_pidfd is None else []
             if self._proc.poll() is None:
                 self._proc.kill()  # bubblewrap: its init dies with it (--die-with-parent), and with it every process inside
+            for pid in started:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            if self._cgroup is not None:
+                self._cgroup.kill_all()
             self._proc.wait()
             if self._proc.stderr is not None:
                 self._proc.stderr.close()
@@ -342,6 +387,10 @@ class AttackProcess:
         if self._status is not None:
             os.close(self._status)
             self._status = None
+        if self._relay is not None:  # every writer is gone with the tree: relay what is left
+            self._relay.join()
+        if self._cgroup is not None:
+            self._cgroup.remove()
         if self._scratch is not None:
             self._scratch.cleanup()
         self._stack.close()
@@ -352,6 +401,14 @@ class AttackProcess:
         code = self._proc.wait()
         if code in (-signal.SIGINT, 128 + signal.SIGINT):  # interrupted (e.g. `kill -INT` on it): the CLI's line
             return KeyboardInterrupt()
+        if self._monitor is not None:
+            exit_code = self._status_record("exit-code", timeout=1) if self._status is not None else code
+            killed = -exit_code if isinstance(exit_code, int) and exit_code < 0 else (
+                exit_code - 128 if isinstance(exit_code, int) and exit_code > 128 else None)
+            try:
+                self._monitor.after_exit(killed)
+            except run_limits.LimitExceeded as exc:
+                return AttackError(f"attack '{self._name()}': {exc}")
         said = ""
         if self._status is not None:
             if self._status_record("exit-code", timeout=5) is None:  # the attack's command never ran
@@ -366,16 +423,25 @@ class AttackProcess:
     def _recv(self) -> tuple[dict, list[np.ndarray]]:
         assert self._conn is not None and self._proc is not None
         try:
-            while not self._conn.poll(0.2):
+            if self._monitor is not None and time.monotonic() - self._checked >= CHECK_EVERY_S:
+                self._checked = time.monotonic()  # also between messages: a stream of queries cannot outrun it
+                self._monitor.check()
+            while not self._conn.poll(CHECK_EVERY_S):
                 if self._proc.poll() is not None and not self._conn.poll(0):
                     raise EOFError
-            header, arrays = protocol.recv(self._conn)
+                if self._monitor is not None:
+                    self._checked = time.monotonic()
+                    self._monitor.check()
+            header, arrays = protocol.recv(self._conn, 0, limits={"query": protocol.QUERY_BATCH_BYTES,
+                                                                  "result": self._result_bytes})
         except (EOFError, ConnectionError):
             raise self._gone() from None
         except protocol.ProtocolError as exc:
             raise AttackError(f"attack '{self._name()}': its process broke the protocol: {exc}") from None
+        except run_limits.LimitExceeded as exc:  # __exit__ ends the tree
+            raise AttackError(f"attack '{self._name()}': {exc}") from None
         if header["op"] == "error":
-            raise _child_error(header, self._name(), self._source_root)
+            raise _child_error(header, self._name(), self._source_root, self.limits)
         return header, arrays
 
     def meta(self) -> AttackMeta:
@@ -393,6 +459,8 @@ class AttackProcess:
         """Send the view, serve queries and progress until the attack returns (images, labels)."""
         self.meta()
         assert self._conn is not None
+        n, shape = knowledge.target_size, tuple(knowledge.input_shape)
+        self._result_bytes = n * int(np.prod(shape)) * 4 + n * 8  # images (float32) and labels (int64)
         self._conn.send_bytes(pickle.dumps(_view(knowledge, seed)))
         remote = _remote_queries(knowledge)
         with contextlib.ExitStack() as bars_stack:
@@ -428,29 +496,55 @@ class AttackProcess:
                                        "message": f"scenario gives no black-box query function '{protocol.text(view, 40)}'"})
             return
         try:
-            probs = remote[view](torch.from_numpy(arrays[0].copy()))
+            probs = _answer_in_chunks(remote[view], arrays[0])
         except QueryBudgetExceeded as exc:
             protocol.send(self._conn, {"op": "refused", "kind": "budget", "message": str(exc)})
             return
         except ValueError as exc:
             protocol.send(self._conn, {"op": "refused", "kind": "shape", "message": str(exc)})
             return
-        protocol.send(self._conn, {"op": "probs", "queries": remote[view].queries}, probs.float().cpu().numpy())
+        protocol.send(self._conn, {"op": "probs", "queries": remote[view].queries}, probs)
 
     def _progress(self, progress: Progress, bars: dict, stack: contextlib.ExitStack, header: dict) -> None:
+        now = time.monotonic()
+        self._tokens = min(PROGRESS_BURST, self._tokens + (now - self._refilled) * PROGRESS_RATE)
+        self._refilled = now
+        self._tokens -= 1
+        if self._tokens < 0:
+            raise AttackError(f"attack '{self._name()}': its process broke the protocol: more than {PROGRESS_RATE} "
+                              f"progress messages a second (bursts of up to {PROGRESS_BURST})")
         ident, event = header.get("id"), header.get("event")
-        if type(ident) is not int:
-            return
-        if event == "start" and ident not in bars and len(bars) < MAX_BARS:
-            total = header.get("total")
+        total, steps = header.get("total", 0), header.get("steps", 0)
+        if (type(ident) is not int or event not in ("start", "advance", "end") or type(total) is not int or total < 0
+                or type(steps) is not int or steps < 0 or (event == "start") == (ident in bars) or len(bars) >= MAX_BARS
+                and event == "start"):
+            raise AttackError(f"attack '{self._name()}': its process broke the protocol: bad progress message "
+                              f"({protocol.text(json.dumps(header, default=str), 160)})")
+        if event == "start":
             bar = contextlib.ExitStack()
-            advance = bar.enter_context(progress.task(protocol.text(header.get("description"), 120),
-                                                      total if type(total) is int and total >= 0 else 0))
+            advance = bar.enter_context(progress.task(protocol.text(header.get("description"), 120), total))
             bars[ident] = (stack.enter_context(bar), advance)
-        elif event == "advance" and ident in bars and type(header.get("steps")) is int:
-            bars[ident][1](header["steps"])
-        elif event == "end" and ident in bars:
+        elif event == "advance":
+            bars[ident][1](steps)
+        else:
             bars.pop(ident)[0].close()
+
+
+def _answer_in_chunks(query: QueryFunction, images: np.ndarray) -> np.ndarray:
+    """The probabilities for one query message, QUERY_CHUNK images at a time into one output array,
+    so the evaluator's memory does not grow with the query; the whole message is charged or refused."""
+    check_query_shape(tuple(images.shape), query._input_shape)
+    n = int(images.shape[0])
+    query._charge(n)
+    if isinstance(query, LinkedQueryFunction):
+        query._shared._charge(n)
+    out: np.ndarray | None = None
+    for start in range(0, n, QUERY_CHUNK):
+        probs = query(torch.from_numpy(images[start:start + QUERY_CHUNK].copy())).float().cpu().numpy()
+        if out is None:
+            out = np.empty((n, *probs.shape[1:]), np.float32)
+        out[start:start + len(probs)] = probs
+    return out if out is not None else query(torch.from_numpy(images.copy())).float().cpu().numpy()
 
 
 def _remote_queries(knowledge: Knowledge) -> dict[str, QueryFunction]:

@@ -18,6 +18,9 @@ MAX_HEADER_BYTES = 64 * 1024
 MAX_ARRAY_BYTES = 1 << 30  # one query batch or the reconstructions: far above any track's need
 MAX_ARRAYS = 2  # a result: images and labels; a query: one batch
 MAX_DEPTH = 16  # nesting of the JSON header (configs are flat dicts of options)
+MAX_INT_DIGITS = 19  # integers in a header: 64-bit at most (a 4000-digit one would reach the signature)
+MAX_DIM = 1 << 31  # one array dimension
+QUERY_BATCH_BYTES = 16 * 1024 * 1024  # one query message: the attack's process splits larger queries
 DTYPES = {"float32": np.float32, "int64": np.int64}
 
 
@@ -40,6 +43,22 @@ def _no_constant(name: str):
     raise ValueError(f"{name} is not JSON")
 
 
+def _float(literal: str) -> float:
+    value = float(literal)
+    if not math.isfinite(value):  # 1e999 overflows to inf
+        raise ValueError(f"number {literal[:40]} is out of range")
+    return value
+
+
+def _int(literal: str) -> int:
+    if len(literal.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"integer of {len(literal.lstrip('-'))} digits")
+    value = int(literal)
+    if not -(1 << 63) <= value < 1 << 63:
+        raise ValueError("integer out of 64-bit range")
+    return value
+
+
 def _depth(value, limit: int) -> bool:
     """Whether `value` nests deeper than `limit` (lists and dicts)."""
     if limit < 0:
@@ -51,31 +70,38 @@ def _depth(value, limit: int) -> bool:
     return False
 
 
-def recv(conn: Connection, max_array_bytes: int = MAX_ARRAY_BYTES, max_arrays: int = MAX_ARRAYS) -> tuple[dict, list[np.ndarray]]:
+def recv(conn: Connection, max_array_bytes: int = MAX_ARRAY_BYTES, max_arrays: int = MAX_ARRAYS,
+         limits: dict[str, int] | None = None) -> tuple[dict, list[np.ndarray]]:
     """One message: (header, arrays). Raises ProtocolError on anything malformed.
 
     Everything is checked before it is read: the header's length (recv_bytes refuses a longer one
     without reading it), its JSON (no NaN/Infinity, bounded nesting), the number of arrays, and each
-    array's dtype, shape and size (and all of them together) before its bytes are taken."""
+    array's dtype, shape and size (and all of them together) before its bytes are taken.
+    `limits`: the most array bytes per message, by op (an op not in it: `max_array_bytes`)."""
     try:
-        header = json.loads(conn.recv_bytes(MAX_HEADER_BYTES), parse_constant=_no_constant)
+        header = json.loads(conn.recv_bytes(MAX_HEADER_BYTES), parse_constant=_no_constant, parse_float=_float,
+                            parse_int=_int)
     except ConnectionError:  # the other side is gone: the caller reports how its process ended
         raise
     except (OSError, ValueError, UnicodeDecodeError, RecursionError) as exc:  # over-long, not JSON, nested too deep
-        raise ProtocolError(f"malformed message header ({type(exc).__name__})") from None
+        raise ProtocolError(f"malformed message header ({type(exc).__name__}: {text(str(exc), 120)})") from None
     if not isinstance(header, dict) or not isinstance(header.get("op"), str) or not isinstance(header.get("arrays", []), list):
         raise ProtocolError("message header is not an object with an 'op'")
     if _depth(header, MAX_DEPTH):
         raise ProtocolError(f"message header nested deeper than {MAX_DEPTH} levels")
     declared = header.pop("arrays", [])
+    if limits is not None:
+        max_array_bytes = limits.get(header["op"], max_array_bytes)
     if len(declared) > max_arrays:
         raise ProtocolError(f"{len(declared)} arrays declared, over the limit of {max_arrays} per message")
     specs, total = [], 0
     for spec in declared:
         dtype = DTYPES.get(spec.get("dtype")) if isinstance(spec, dict) else None
         shape = spec.get("shape") if isinstance(spec, dict) else None
-        if dtype is None or not isinstance(shape, list) or len(shape) > 8 or not all(type(d) is int and d >= 0 for d in shape):
-            raise ProtocolError(f"bad array declaration {str(spec)[:200]}")
+        if (dtype is None or not isinstance(shape, list) or len(shape) > 8
+                or not all(type(d) is int and 0 <= d < MAX_DIM for d in shape)):
+            raise ProtocolError(f"bad array declaration {text(str(spec), 200)} (dtype float32 or int64, "
+                                f"at most 8 dimensions, each below {MAX_DIM})")
         size = math.prod(shape) * np.dtype(dtype).itemsize
         total += size
         if size > max_array_bytes or total > max_array_bytes:

@@ -22,6 +22,7 @@ A seccomp filter (reconbench.pipeline.isolation.seccomp) refuses what namespaces
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -91,7 +92,8 @@ class Bubblewrap:
 
     def command(self, argv: list[str], *, package: Path, env: dict[str, str], attack_dir: Path | None = None,
                 devices: list[str] = (), secrets: list[str] = (), writable: list[str] = (),
-                status_fd: int | None = None, seccomp_fd: int | None = None) -> list[str]:
+                status_fd: int | None = None, seccomp_fd: int | None = None, tmp_bytes: int = 1 << 30,
+                shm_bytes: int = 256 << 20) -> list[str]:
         """bwrap's command line running `argv` (argv[0]: this interpreter) in the sandbox."""
         roots = mounts.python_roots()
         args = [self.path, "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
@@ -99,7 +101,7 @@ class Bubblewrap:
                 "--hostname", "attack", "--clearenv"]
         for k, v in sorted(env.items()):
             args += ["--setenv", k, v]
-        args += mounts.system_args()
+        args += mounts.system_args(tmp_bytes, shm_bytes)
         skeletons, seal = mounts.tmp_skeletons(roots + [str(package.resolve())], list(writable))
         args += skeletons
         for root in roots:
@@ -114,7 +116,8 @@ class Bubblewrap:
         if attack_dir is not None:
             args += ["--ro-bind", str(attack_dir), ATTACK_ROOT]
         args += seal  # bound folders' parents under /tmp: read-only
-        args += ["--dir", HOME, "--chdir", "/tmp", "--remount-ro", "/"]  # writable: /tmp (and a GAN-prior cache) only
+        args += mounts.DEV_SEAL
+        args += ["--dir", HOME, "--chdir", "/tmp", "--remount-ro", "/"]  # writable: /tmp, /dev/shm (and a GAN-prior cache) only
         if status_fd is not None:
             args += ["--json-status-fd", str(status_fd)]
         if seccomp_fd is not None:
@@ -147,11 +150,30 @@ def choose(env: dict[str, str] | None = None) -> Bubblewrap | None:
     return Bubblewrap(path, bwrap_version(path))
 
 
-@lru_cache(maxsize=None)
+_QUIET = [False]
+
+
+@contextlib.contextmanager
+def quiet():
+    """choose() without its warning (a check whose caller says what the lack of a sandbox means)."""
+    _QUIET[0] = True
+    try:
+        yield
+    finally:
+        _QUIET[0] = False
+
+
 def _warn(why: str) -> None:
+    if not _QUIET[0]:
+        _warn_once(why)
+
+
+@lru_cache(maxsize=None)
+def _warn_once(why: str) -> None:
     """One line per process and reason (a sweep runs many attacks)."""
-    print(f"warning: the attack runs without an OS sandbox ({why}): it has your user's access to this machine; "
-          "the result records sandbox: none", file=sys.stderr)
+    print(f"warning: the attack runs without an OS sandbox ({why}): it can read every file your user can (keys, "
+          "~/.ssh, tokens, caches, this checkout) and reach the network; the result records sandbox: none",
+          file=sys.stderr)
 
 
 def start_failure(stderr: str) -> SandboxError:

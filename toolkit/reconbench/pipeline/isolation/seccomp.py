@@ -11,6 +11,13 @@ flags, setns: a nested user namespace hands out capabilities), mount and the new
 perf_event_open, userfaultfd, io_uring, kernel modules, kexec, handles to files by inode
 (open_by_handle_at), the kernel log, and TIOCSTI/TIOCLINUX (typing into a terminal). clone3 answers
 ENOSYS, so the C library falls back to clone, whose flags a classic BPF filter can read.
+Closed as classes (issue 36): reaching into another process (ptrace, process_vm_*, pidfd_getfd:
+taking another process's descriptor, kcmp: comparing them, process_madvise); the execution domain
+(personality beyond querying it or setting the default PER_LINUX; modify_ldt, x86's segment
+tables); memory the kernel hides from its own tools (memfd_secret); and every socket family but
+AF_UNIX, AF_INET and AF_INET6 (socket and socketpair answer EAFNOSUPPORT, as for a family the
+kernel lacks): AF_NETLINK reaches kernel subsystems, AF_VSOCK the host's vsock port space, which no
+network namespace covers, AF_PACKET, AF_BLUETOOTH, AF_ALG and the rest have no use here.
 Syscalls of another ABI (32-bit x86, x32) are refused whole. Architectures: x86-64 and arm64; on
 another the sandbox runs without this filter (`program()` returns None).
 """
@@ -36,8 +43,13 @@ SYSCALLS = {
     "kexec_load": (246, 104), "kexec_file_load": (320, 294), "open_by_handle_at": (304, 265),
     "name_to_handle_at": (303, 264), "syslog": (103, 116), "acct": (163, 89), "swapon": (167, 224),
     "swapoff": (168, 225), "reboot": (169, 142), "quotactl": (179, 60),
+    "pidfd_getfd": (438, 438), "kcmp": (312, 272), "process_madvise": (440, 440), "memfd_secret": (447, 447),
+    "modify_ldt": (154, None), "personality": (135, 92), "socket": (41, 198), "socketpair": (53, 199),
 }
-DENIED = tuple(n for n in SYSCALLS if n not in ("ioctl", "clone", "clone3"))
+ARGUMENT_CHECKED = ("ioctl", "clone", "clone3", "personality", "socket", "socketpair")
+DENIED = tuple(n for n in SYSCALLS if n not in ARGUMENT_CHECKED)
+SOCKET_FAMILIES = (1, 2, 10)  # AF_UNIX, AF_INET, AF_INET6
+PERSONALITY_ALLOWED = (0, 0xFFFFFFFF)  # PER_LINUX; 0xffffffff only queries the current one
 CLONE_NAMESPACES = 0x7E020000  # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
 TIOCSTI, TIOCLINUX = 0x5412, 0x541C
 X32_BIT = 0x40000000
@@ -60,13 +72,19 @@ def program(machine: str | None = None) -> bytes | None:
     ]
     if machine == "x86_64":
         code.append((JGE_K, "deny", 0, X32_BIT))
-    code += [(JEQ_K, "enosys", 0, nr["clone3"]), (JEQ_K, "clone", 0, nr["clone"]), (JEQ_K, "ioctl", 0, nr["ioctl"])]
-    code += [(JEQ_K, "deny", 0, nr[name]) for name in DENIED]
+    code += [(JEQ_K, "enosys", 0, nr["clone3"]), (JEQ_K, "clone", 0, nr["clone"]), (JEQ_K, "ioctl", 0, nr["ioctl"]),
+             (JEQ_K, "socket", 0, nr["socket"]), (JEQ_K, "socket", 0, nr["socketpair"]),
+             (JEQ_K, "personality", 0, nr["personality"])]
+    code += [(JEQ_K, "deny", 0, nr[name]) for name in DENIED if nr[name] is not None]
     code += [(RET_K, 0, 0, RET_ALLOW),
              "clone", (LD_W_ABS, 0, 0, ARG0), (JSET_K, "deny", 0, CLONE_NAMESPACES), (RET_K, 0, 0, RET_ALLOW),
              "ioctl", (LD_W_ABS, 0, 0, ARG1), (JEQ_K, "deny", 0, TIOCSTI), (JEQ_K, "deny", 0, TIOCLINUX),
              (RET_K, 0, 0, RET_ALLOW),
+             "socket", (LD_W_ABS, 0, 0, ARG0), *[(JEQ_K, "allow", 0, f) for f in SOCKET_FAMILIES],
+             (RET_K, 0, 0, RET_ERRNO | errno.EAFNOSUPPORT),
+             "personality", (LD_W_ABS, 0, 0, ARG0), *[(JEQ_K, "allow", 0, p) for p in PERSONALITY_ALLOWED],
              "deny", (RET_K, 0, 0, RET_ERRNO | errno.EPERM),
+             "allow", (RET_K, 0, 0, RET_ALLOW),
              "enosys", (RET_K, 0, 0, RET_ERRNO | errno.ENOSYS)]
     labels, pos = {}, 0
     for item in code:
