@@ -1,7 +1,8 @@
 """The validator: every check, in order, for each entry; the entry stops at its first failure.
 
     1 structure  2 schema  3 identity (the team's slug and name look like no other's)  4 signature
-    5 registry  6 reconstructions  7 rescore  8 copies  9 nearcopies  10 duplicates  11 reproduction (the shipped attack source; a reproducer's signed record lifts trust
+    5 registry  6 reconstructions  7 rescore  8 copies  9 nearcopies  10 sealed (a sealed track's numbers,
+    with the board's key: checks/sealed.py)  11 duplicates  12 reproduction (the shipped attack source; a reproducer's signed record lifts trust
     to "reproduced")
 A modality may run a stage its own way (its plug-in's validation_stages, reconbench.modalities): a
 text entry runs the text versions of 5-9 (checks/text_entry.py, checks/text_scores.py; the copy rule
@@ -52,6 +53,7 @@ from reconbench.submissions.checks import (
     reproduction,
     rescore,
     schema,
+    sealed,
     signature,
     structure,
 )
@@ -73,6 +75,7 @@ STAGES: list[tuple[str, Callable[[Context], list[Check]]]] = [
     ("rescore", rescore.check),
     ("copies", copies.check),
     ("nearcopies", nearcopies.check),
+    ("sealed", sealed.check),
     ("duplicates", duplicates.check),
     ("reproduction", reproduction.check),
 ]
@@ -94,6 +97,7 @@ class EntryReport:
     membership: dict = field(default_factory=dict)  # metric -> GapResult re-scored against the holdout
     gaps: dict = field(default_factory=dict)  # metric -> metrics.membership.Gap (per-reconstruction values, for plots)
     mirrored: dict = field(default_factory=dict)  # metric -> GapResult of the mirrored reconstructions (held rule)
+    sealed: dict | None = None  # a sealed track's record (checks/sealed.py): the gap scored with the board's key
 
     @property
     def failed(self) -> bool:
@@ -186,8 +190,9 @@ def _gap_from(data: dict) -> Gap:
 
 
 def run_checks(unit: Unit, root: Path, board: Board, *, rescore: bool = True, device: str = "cpu",
-               weights_dir: Path | None = None) -> EntryReport:
-    ctx = Context(unit=unit, root=lexical(root), board=board, rescore=rescore, device=device, weights_dir=weights_dir)
+               weights_dir: Path | None = None, seal_key: bytes | None = None, write_sealed: bool = False) -> EntryReport:
+    ctx = Context(unit=unit, root=lexical(root), board=board, rescore=rescore, device=device, weights_dir=weights_dir,
+                  seal_key=seal_key, write_sealed=write_sealed)
     checks: list[Check] = []
     stopped = False
     stages = STAGES if unit.entry_id else TEAM_STAGES if unit.team else STAGES[:1]
@@ -230,12 +235,14 @@ def run_checks(unit: Unit, root: Path, board: Board, *, rescore: bool = True, de
                        unverified=list(ctx.unverified), verified=verified,
                        held_reason=ctx.held_reason if trust == "held" else None,
                        evidence=dict(ctx.evidence) if trust == "held" else {},
-                       membership=dict(ctx.membership), gaps=dict(ctx.gaps), mirrored=dict(ctx.mirrored))
+                       membership=dict(ctx.membership), gaps=dict(ctx.gaps), mirrored=dict(ctx.mirrored),
+                       sealed=ctx.sealed)
 
 
 def validate_board(paths: list[Path] | None = None, root: Path = DEFAULT_ROOT, *, rescore: bool = True,
                    device: str = "cpu", weights_dir: Path | None = None, explicit: list[Path] | None = None,
-                   base_root: Path | None = None, cache: bool | ValidationCache = True) -> BoardReport:
+                   base_root: Path | None = None, cache: bool | ValidationCache = True,
+                   seal_key: bytes | None = None, write_sealed: bool = False) -> BoardReport:
     """Validate every unit under `root`, or only those the given paths touch (a pull request's diff).
 
     `explicit` paths are validated too, but each must select at least one entry: a path typed by a
@@ -249,8 +256,8 @@ def validate_board(paths: list[Path] | None = None, root: Path = DEFAULT_ROOT, *
         cache = ValidationCache.default() if enabled_by_env() else None
     board = Board(root, base_root, cache=cache or None)
     with one_torch_thread():  # many small tensor ops: a second thread only adds synchronisation (threads.py)
-        reports = [run_checks(u, root, board, rescore=rescore, device=device, weights_dir=weights_dir)
-                   for u in selection.units]
+        reports = [run_checks(u, root, board, rescore=rescore, device=device, weights_dir=weights_dir,
+                              seal_key=seal_key, write_sealed=write_sealed) for u in selection.units]
     hold_extraordinary(reports, root)  # needs every report: the reference is the track's reproduced entries
     reports.sort(key=lambda r: (not r.is_entry, r.team, r.entry_id, str(r.path)))
     changes = key_changes(root, base_root) if base_root is not None else []
@@ -260,8 +267,10 @@ def validate_board(paths: list[Path] | None = None, root: Path = DEFAULT_ROOT, *
 
 def validate_entries(paths: list[Path] | None = None, root: Path = DEFAULT_ROOT, *, rescore: bool = True,
                      device: str = "cpu", weights_dir: Path | None = None,
-                     cache: bool | ValidationCache = True) -> list[EntryReport]:
+                     cache: bool | ValidationCache = True, seal_key: bytes | None = None,
+                     write_sealed: bool = False) -> list[EntryReport]:
     """One report per entry folder (team folders without entries and stray files are left out:
     see validate_board for those). With `paths`, only the entries those paths touch."""
-    board = validate_board(paths, root, rescore=rescore, device=device, weights_dir=weights_dir, cache=cache)
+    board = validate_board(paths, root, rescore=rescore, device=device, weights_dir=weights_dir, cache=cache,
+                           seal_key=seal_key, write_sealed=write_sealed)
     return [r for r in board.entries if r.is_entry]
