@@ -234,3 +234,32 @@ def test_hostile_loss_pick_over_carried_public_data_is_refused_with_the_key(on_s
     entry, check = _sealed_check(validate_board(None, root, rescore=False, seal_key=key, write_sealed=True))
     assert entry.trust == "failed" and check.status == "fail" and "carried into the run" in check.message
     assert entry.sealed is None and not (entry_dir / "sealed.json").exists()
+
+
+def test_across_draws_matches_scipy_and_calls_no_leak_on_uniform_ps():
+    from scipy import stats
+
+    from reconbench.core.draws import across_draws, fisher_p, verdict
+
+    ps = [0.2, 0.03, 0.5, 0.01, 0.7]
+    assert fisher_p(ps) == pytest.approx(stats.combine_pvalues(ps, method="fisher").pvalue, rel=1e-9)
+    gaps = [0.01, 0.03, -0.01, 0.02, 0.00]
+    a = across_draws(gaps, ps)
+    half = stats.t.ppf(0.975, 4) * np.std(gaps, ddof=1) / np.sqrt(5)
+    assert (a.mean, a.low, a.high) == pytest.approx((0.01, 0.01 - half, 0.01 + half))
+    assert across_draws([0.02], [0.004]).low is None  # one draw: no spread
+    assert verdict({"ssim": across_draws([0.02] * 5, [0.001] * 5)})
+    assert not verdict({"ssim": across_draws([-0.02] * 5, [0.001] * 5)})  # significant, but on the non-members' side
+    assert not verdict({"ssim": a, "mse": across_draws(gaps, [0.6] * 5)})
+
+
+def test_the_shipped_sealed_twin_names_its_draws_and_pins_nothing_secret():
+    from reconbench.core.tracks import TrackError, all_tracks, get_track
+
+    draws = [t for t in all_tracks() if t.seal is not None and t.seal.group == GROUP]
+    assert len(draws) == draws[0].seal.draws >= 2
+    assert len({t.seal.commitment for t in draws}) == len(draws) and len({t.target_model_sha256 for t in draws}) == len(draws)
+    assert {t.target_set_sha256 for t in draws} == {draws[0].seal.pool_sha256}  # one public pool, K secret halves
+    assert all(t.holdout_set_sha256 is None for t in draws)  # the non-members are the pool's other half: sealed
+    with pytest.raises(TrackError, match=f"'{GROUP}' is a sealed twin of {len(draws)} draws"):
+        get_track(GROUP)

@@ -225,6 +225,10 @@ def get_track(track_id: str) -> Track:
             return track
     import difflib
 
+    draws = [t.id for t in all_tracks() if t.seal is not None and t.seal.group == track_id]
+    if draws:  # a sealed twin is its K draws: an entry runs on each (the board's verdict needs them all)
+        raise TrackError(f"'{track_id}' is a sealed twin of {len(draws)} draws: evaluate each of them "
+                         f"({', '.join(draws)}); its board reports the mean across them (docs/sealed.md)")
     ids = [t.id for t in all_tracks()]
     close = difflib.get_close_matches(track_id, ids, n=3, cutoff=0.5)
     hint = f"did you mean {' or '.join(repr(c) for c in close)}?" if close else "see `recon-submit tracks --all`"
