@@ -263,3 +263,24 @@ def test_the_shipped_sealed_twin_names_its_draws_and_pins_nothing_secret():
     assert all(t.holdout_set_sha256 is None for t in draws)  # the non-members are the pool's other half: sealed
     with pytest.raises(TrackError, match=f"'{GROUP}' is a sealed twin of {len(draws)} draws"):
         get_track(GROUP)
+
+
+def test_the_board_reports_each_attacks_mean_gap_across_the_sealed_examples_draws():
+    """The sealed examples (five attacks on each of fashion-n100-sealed's draws, sealed.json written by
+    validate with the CI key): the board's row of each attack is the mean of its draws' recorded gaps."""
+    from types import SimpleNamespace
+
+    from reconbench.core.tracks import get_track
+    from reconbench.image.results import parse_result_json
+    from reconbench.leaderboard.sealed import sealed_view
+
+    root = Path(__file__).resolve().parents[1] / "submissions" / "sealed-examples"
+    reports = [SimpleNamespace(team="sealed-examples", trust="re-scored", result=parse_result_json(p.parent / "result.json"),
+                               sealed=json.loads(p.read_text())) for p in sorted(root.glob("*/sealed.json"))]
+    view = sealed_view(get_track(f"{GROUP}-d0"), reports)
+    assert len(view["rows"]) >= 5
+    for row in view["rows"]:
+        gaps = [r.sealed["membership"]["ssim"]["gap"] for r in reports if r.result.payload.attack.name == row["attack"]]
+        assert row["draws"] == len(gaps) == view["seal"].draws
+        assert row["metrics"]["ssim"].mean == pytest.approx(np.mean(gaps))
+        assert row["verdict"] in ("leaks", "no leak shown")
