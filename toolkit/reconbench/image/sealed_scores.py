@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -25,6 +26,7 @@ COPY_MSE = 1e-4  # as submissions/checks/copies.py: about one grey level of roun
 POOL_CHUNK = 8192  # dataset images per block of the carried-data search (64 MB of float64 at 32x32)
 
 
+@lru_cache(maxsize=1)
 def dataset_images(dataset: str) -> np.ndarray:
     """Every Fashion-MNIST image (train and test) in the dataset's view (its padding), uint8 N x C x H x W."""
     from reconbench.image.data.fashion import fashion_mnist
