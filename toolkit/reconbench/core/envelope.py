@@ -154,6 +154,20 @@ class MembershipInfo(Strict):
         return cls(holdout_sha256=holdout_sha256, permutations=PERMUTATIONS, seed=SEED, metrics=dict(gaps))
 
 
+class SealedInfo(Strict):
+    """A result on a sealed track (reconbench.core.seal): its metrics are against the whole pool
+    (nearest pool item); the membership gap and the extraction count need the members, which only the
+    board's key opens, so they are scored at validation (validate --seal-key) and published by the board."""
+
+    status: Literal["scored at validation"] = "scored at validation"
+    group: Annotated[str, StringConstraints(max_length=80)]
+    draw: Annotated[int, Field(ge=0)]
+    season: Annotated[str, StringConstraints(max_length=40)]
+    pool_sha256: Sha256
+    commitment: Sha256
+    pending: list[Annotated[str, StringConstraints(max_length=40)]] = Field(max_length=8)
+
+
 class Signature(Strict):
     alg: Literal["ed25519"]
     key_id: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{16}$")]

@@ -22,7 +22,8 @@ from reconbench.core.scenario import DEFAULT_QUERY_BUDGET, Scenario
 REGISTRY_ENV = "RECONBENCH_REGISTRY"  # a registry file to use instead of the packaged one
 ZOO_FILE = "zoo.json"  # beside tracks.json: the target-model zoo grid (reconbench.zoo.grid)
 FASHION_FILE = "fashion.json"  # beside tracks.json: the Fashion-MNIST tracks (reconbench.image.models.fashion_registry)
-GENERATED_FILES = (FASHION_FILE, ZOO_FILE)  # generated registry files, merged after tracks.json in this order
+SEALED_FILE = "sealed.json"  # beside tracks.json: the sealed twins' draws (reconbench.image.models.sealed_registry)
+GENERATED_FILES = (FASHION_FILE, ZOO_FILE, SEALED_FILE)  # generated registry files, merged after tracks.json in this order
 
 
 class TrackError(Exception):
@@ -74,6 +75,25 @@ class EvaluationModel(BaseModel):
     recipe: str
 
 
+class Seal(BaseModel):
+    """A sealed track's draw (reconbench.core.seal): which half of a public pool of 2n images the model
+    trained on was drawn from the board's secret key; only the pool's hash and a commitment are public.
+    The target set the board scores against publicly is the whole pool (nearest pool item); the
+    membership gap and the extraction count need the key and are scored at validation."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    group: str  # the sealed twin (e.g. fashion-n100-sealed): its draws are the tracks <group>-d<i>
+    draw: int = Field(ge=0)
+    draws: int = Field(ge=1, description="K: independent draws of the twin, each a model trained on its own half")
+    open_twin: str  # the open track of the same recipe, public membership (development, examples)
+    season: str
+    reveal_after: str  # ISO date: when the season's key is published (recon-submit seal reveal)
+    pool_size: int
+    pool_sha256: str  # content hash of the pool (= the track's target_set_sha256)
+    commitment: str  # core/seal.commitment of this draw
+
+
 class Track(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -111,7 +131,7 @@ class Track(BaseModel):
     memorization: float | None = None
     recipe: str | None = None
     near_copy: NearCopy | None = None
-
+    seal: Seal | None = None
 
     evaluation_model: EvaluationModel | None = None
     retired_evaluation_models: list[EvaluationModel] = Field(
@@ -205,6 +225,10 @@ def get_track(track_id: str) -> Track:
             return track
     import difflib
 
+    draws = [t.id for t in all_tracks() if t.seal is not None and t.seal.group == track_id]
+    if draws:  # a sealed twin is its K draws: an entry runs on each (the board's verdict needs them all)
+        raise TrackError(f"'{track_id}' is a sealed twin of {len(draws)} draws: evaluate each of them "
+                         f"({', '.join(draws)}); its board reports the mean across them (docs/sealed.md)")
     ids = [t.id for t in all_tracks()]
     close = difflib.get_close_matches(track_id, ids, n=3, cutoff=0.5)
     hint = f"did you mean {' or '.join(repr(c) for c in close)}?" if close else "see `recon-submit tracks --all`"

@@ -29,6 +29,7 @@ from reconbench.leaderboard.gallery import TargetSets, entry_gallery, near_copy_
 from reconbench.leaderboard.leakage import LEAK_LABELS
 from reconbench.leaderboard.pages import KNOWLEDGE
 from reconbench.leaderboard.reproduction import record_for as reproduction_record
+from reconbench.leaderboard.sealed import sealed_view
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +106,7 @@ class ImageBoard:
             cells.place_positions(frame, tables)  # the place in its cell's ranking on its track's board (exports)
             failed = int(((frame["track"] == track.id) & (frame["trust"] == "failed")).sum())
             pages.page(f"leaderboards/{track.id}.md", "leaderboard.md.j2", track=track, rows=rows, groups=tables,
+                       sealed=sealed_view(track, self.reports),
                        board_prefix=f"board-{track.id}", show_track=False, show_attack=True,
                        ranked_count=sum(t["ranked_count"] for t in tables), failed=failed,
                        family=view["family"], memo_chart=view["memo_chart"], quality_chart=view["quality_chart"])

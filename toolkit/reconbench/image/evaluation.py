@@ -33,6 +33,7 @@ from reconbench.image.results import (
     AttackInfo,
     MembershipInfo,
     Payload,
+    SealedInfo,
     Provenance,
     ReconstructionsInfo,
     ResultFile,
@@ -189,6 +190,15 @@ def run_attack(track: Track, attack: str | type[Attack], scenario: Scenario, *, 
     return run, run.reconstruction, run.knowledge
 
 
+def sealed_marker(track: Track) -> SealedInfo:
+    """The marker of a result on a sealed track: what it could not score, and the draw it ran on."""
+    from reconbench.image.sealed import PENDING
+
+    seal = track.seal
+    return SealedInfo(group=seal.group, draw=seal.draw, season=seal.season, pool_sha256=seal.pool_sha256,
+                      commitment=seal.commitment, pending=list(PENDING))
+
+
 def evaluate(
     *,
     track_id: str = DEFAULT_TRACK,
@@ -300,6 +310,7 @@ def evaluate(
             limits=run.limits,
         ),
         membership=None if holdout is None else MembershipInfo.of(holdout.sha256, report.membership),
+        sealed=None if track.seal is None else sealed_marker(track),
         surrogate=None if not stolen else SurrogateInfo(
             method=stolen[0].method, architecture=stolen[0].architecture, budget=stolen[0].budget, config=stolen[0].config,
             queries=stolen[0].queries, attack_view=str(route.white_box_cell(chosen)),

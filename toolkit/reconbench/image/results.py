@@ -28,6 +28,7 @@ from reconbench.core.envelope import (  # noqa: F401
     MembershipInfo,
     Provenance,
     ResultError,
+    SealedInfo,
     Sha256,
     Signature,
     Slug,
@@ -95,6 +96,9 @@ class Payload(Strict):
     membership: MembershipInfo | None = Field(
         None, exclude_if=_absent, description="the membership gap against the track's holdout (absent in results "
                                               "written before it existed: validate computes it)")
+    sealed: SealedInfo | None = Field(
+        None, exclude_if=_absent, description="set on a sealed track: the membership gap and extraction count are "
+                                              "scored at validation with the board's key")
 
     @field_validator("metrics")
     @classmethod

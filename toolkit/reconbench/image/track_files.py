@@ -43,6 +43,10 @@ def load_splits(track: Track, parts: Collection[str] | None = None) -> TrackSpli
         from reconbench.zoo.loading import load_hub_splits  # the Hub zoo
 
         splits = load_hub_splits(track, parts)
+    elif track.seal is not None:  # a sealed draw: its public target set is the pool (image/sealed.py)
+        from reconbench.image.sealed import sealed_splits
+
+        splits = sealed_splits(track)
     elif track.dataset == "sklearn-digits":
         from reconbench.image.data.digits import digits_splits
 
@@ -120,4 +124,9 @@ def public_pool(track: Track) -> np.ndarray:
     splits = load_splits(track)
     # update_holdout is drawn from holdout (data/arrays.py), so holdout covers both
     parts = [splits.target, splits.update, splits.aux_same, splits.test, splits.holdout, splits.aux_similar]
-    return np.concatenate([p.images for p in parts if p is not None])
+    images = [p.images for p in parts if p is not None]
+    if track.seal is not None:  # a sealed draw: its open twin's target set and holdout are public too
+        from reconbench.image.sealed import open_public
+
+        images.append(open_public(track))
+    return np.concatenate(images)

@@ -117,7 +117,8 @@ def track_baselines(track, gaps: bool = True) -> list[dict]:
         target = splits.update if training == "dynamic" else splits.target
         if target is None:
             continue
-        n, tsha = len(target.images), _sha(target.images, target.labels)
+        # |D_tar| reconstructions: a sealed track's target split is its pool of 2 |D_tar| images
+        n, tsha = len(target.images) if training == "dynamic" else track.train_size, _sha(target.images, target.labels)
         holdout = track_holdout(track, training == "dynamic") if gaps else None
         wanted = [("noise", None)] + [(k, d) for t, d in cells if t == training and d != "none" for k in ("aux", "aux-mean")]
         for kind, data in wanted:

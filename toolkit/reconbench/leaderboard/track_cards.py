@@ -57,6 +57,9 @@ def _split_rows(track) -> list[dict]:
            "aux_same": "attackers of the `same` cells",
            "aux_similar": "attackers of the `similar` cells",
            "test": "accuracy and surrogate agreement only"}
+    if getattr(track, "seal", None) is not None:
+        who["target"] = ("the sealed pool: the model trains on the half drawn from the board's key (docs/sealed.md); "
+                         "evaluator only")
     rows = []
     for name, text in who.items():
         part = getattr(splits, name, None)

@@ -8,6 +8,7 @@ submissions/<team>/<entry-id>/reconstructions.jsonl         a text entry's recon
 submissions/<team>/<entry-id>/README.md           optional: method, code link, notes
 submissions/<team>/<entry-id>/attack/*.py         a bring-your-own attack's source (its sha256 is signed)
 submissions/<team>/<entry-id>/reproduction.json   a reproducer's signed record (recon-submit reproduce)
+submissions/<team>/<entry-id>/sealed.json         a sealed track's membership numbers, written by validate --seal-key
 ```
 
 Everything here is lexical: paths are normalised with `os.path.abspath` (which removes `..`
@@ -33,7 +34,8 @@ TEAM_FILE = "team.toml"
 README_FILE = "README.md"
 REPRODUCTION_FILE = "reproduction.json"  # a reproducer's signed record (reconbench.reproduction.record)
 ATTACK_DIR = "attack"  # a bring-your-own attack's source (reconbench.core.attack_source): the one sub-folder allowed
-ENTRY_FILES = (RESULT_FILE, RECONSTRUCTIONS_FILE, TEXT_RECONSTRUCTIONS_FILE, README_FILE, REPRODUCTION_FILE)
+SEALED_FILE = "sealed.json"  # a sealed track's numbers scored at validation with the seal key (reconbench.image.sealed)
+ENTRY_FILES = (RESULT_FILE, RECONSTRUCTIONS_FILE, TEXT_RECONSTRUCTIONS_FILE, README_FILE, REPRODUCTION_FILE, SEALED_FILE)
 ROOT_FILES = (README_FILE,)  # a page that explains the folder may sit at submissions/README.md
 ALLOWED_SUFFIXES = (".json", ".toml", ".md", ".safetensors", ".jsonl")
 

@@ -1,7 +1,8 @@
 """The validator: every check, in order, for each entry; the entry stops at its first failure.
 
     1 structure  2 schema  3 identity (the team's slug and name look like no other's)  4 signature
-    5 registry  6 reconstructions  7 rescore  8 copies  9 nearcopies  10 duplicates  11 reproduction (the shipped attack source; a reproducer's signed record lifts trust
+    5 registry  6 reconstructions  7 rescore  8 copies  9 nearcopies  10 sealed (a sealed track's numbers,
+    with the board's key: checks/sealed.py)  11 duplicates  12 reproduction (the shipped attack source; a reproducer's signed record lifts trust
     to "reproduced")
 A modality may run a stage its own way (its plug-in's validation_stages, reconbench.modalities): a
 text entry runs the text versions of 5-9 (checks/text_entry.py, checks/text_scores.py; the copy rule
@@ -55,6 +56,7 @@ from reconbench.submissions.checks import (
     reproduction,
     rescore,
     schema,
+    sealed,
     signature,
     structure,
 )
@@ -76,6 +78,7 @@ STAGES: list[tuple[str, Callable[[Context], list[Check]]]] = [
     ("rescore", rescore.check),
     ("copies", copies.check),
     ("nearcopies", nearcopies.check),
+    ("sealed", sealed.check),
     ("duplicates", duplicates.check),
     ("reproduction", reproduction.check),
 ]
@@ -101,6 +104,7 @@ class EntryReport:
     gaps: dict = field(default_factory=dict)  # metric -> metrics.membership.Gap (per-reconstruction values, for plots)
     mirrored: dict = field(default_factory=dict)  # metric -> GapResult of the mirrored reconstructions (held rule)
     from_cache: bool = False  # the costly stages' outcome came from the validation cache (nothing re-scored)
+    sealed: dict | None = None  # a sealed track's record (checks/sealed.py): the gap scored with the board's key
 
     @property
     def failed(self) -> bool:
@@ -193,9 +197,11 @@ def _gap_from(data: dict) -> Gap:
 
 
 def run_checks(unit: Unit, root: Path, board: Board, *, rescore: bool = True, device: str = "cpu",
-               weights_dir: Path | None = None, stages: tuple[str, ...] | None = None) -> EntryReport:
+               weights_dir: Path | None = None, stages: tuple[str, ...] | None = None,
+               seal_key: bytes | None = None, write_sealed: bool = False) -> EntryReport:
     """One unit's checks, in order; `stages`: only these (`check` on a run folder: those needing no board)."""
-    ctx = Context(unit=unit, root=lexical(root), board=board, rescore=rescore, device=device, weights_dir=weights_dir)
+    ctx = Context(unit=unit, root=lexical(root), board=board, rescore=rescore, device=device, weights_dir=weights_dir,
+                  seal_key=seal_key, write_sealed=write_sealed)
     checks: list[Check] = []
     stopped = False
     chosen = STAGES if unit.entry_id else TEAM_STAGES if unit.team else STAGES[:1]
@@ -240,7 +246,7 @@ def run_checks(unit: Unit, root: Path, board: Board, *, rescore: bool = True, de
                        held_reason=ctx.held_reason if trust == "held" else None,
                        evidence=dict(ctx.evidence) if trust == "held" else {},
                        membership=dict(ctx.membership), gaps=dict(ctx.gaps), mirrored=dict(ctx.mirrored),
-                       from_cache=record is not None)
+                       from_cache=record is not None, sealed=ctx.sealed)
 
 
 def trusted_cache(cache, root: Path) -> ValidationCache | None:
@@ -265,7 +271,8 @@ def _checkout(root: Path) -> Path:
 def validate_board(paths: list[Path] | None = None, root: Path = DEFAULT_ROOT, *, rescore: bool = True,
                    device: str = "cpu", weights_dir: Path | None = None, explicit: list[Path] | None = None,
                    base_root: Path | None = None, cache: bool | ValidationCache = True,
-                   progress: Progress | None = None) -> BoardReport:
+                   progress: Progress | None = None, seal_key: bytes | None = None,
+                   write_sealed: bool = False) -> BoardReport:
     """Validate every unit under `root`, or only those the given paths touch (a pull request's diff).
     `progress(done, total, report, seconds)` is called after each unit (the site build's log lines).
 
@@ -283,7 +290,8 @@ def validate_board(paths: list[Path] | None = None, root: Path = DEFAULT_ROOT, *
     with one_torch_thread():  # many small tensor ops: a second thread only adds synchronisation (threads.py)
         for unit in selection.units:
             t0 = time.perf_counter()
-            reports.append(run_checks(unit, root, board, rescore=rescore, device=device, weights_dir=weights_dir))
+            reports.append(run_checks(unit, root, board, rescore=rescore, device=device, weights_dir=weights_dir,
+                                       seal_key=seal_key, write_sealed=write_sealed))
             if progress is not None:
                 progress(len(reports), len(selection.units), reports[-1], time.perf_counter() - t0)
     hold_extraordinary(reports, root)  # needs every report: the reference is the track's reproduced entries
@@ -295,9 +303,10 @@ def validate_board(paths: list[Path] | None = None, root: Path = DEFAULT_ROOT, *
 
 def validate_entries(paths: list[Path] | None = None, root: Path = DEFAULT_ROOT, *, rescore: bool = True,
                      device: str = "cpu", weights_dir: Path | None = None,
-                     cache: bool | ValidationCache = True, progress: Progress | None = None) -> list[EntryReport]:
+                     cache: bool | ValidationCache = True, progress: Progress | None = None,
+                     seal_key: bytes | None = None, write_sealed: bool = False) -> list[EntryReport]:
     """One report per entry folder (team folders without entries and stray files are left out:
     see validate_board for those). With `paths`, only the entries those paths touch."""
     board = validate_board(paths, root, rescore=rescore, device=device, weights_dir=weights_dir, cache=cache,
-                           progress=progress)
+                           progress=progress, seal_key=seal_key, write_sealed=write_sealed)
     return [r for r in board.entries if r.is_entry]

@@ -4,4 +4,4 @@ cli.py holds the core commands (evaluate, keygen, verify, tracks, attacks, metri
 here add the rest, so that each concern's commands live beside nothing else.
 """
 
-MODULES = ("scoring", "submission", "zoo", "sweep", "judge", "weights", "reproduce")
+MODULES = ("scoring", "submission", "zoo", "sweep", "judge", "weights", "reproduce", "seal")

@@ -12,6 +12,7 @@ from typing import Optional
 import typer
 
 from reconbench.cli.commands.weights import apply_offline, offline_option, weights_dir_option
+from reconbench.cli.commands.seal import read_seal_key
 from reconbench.core.console import console, escape, fail, invoked_as
 
 FORMATS = ("text", "markdown", "json")
@@ -128,6 +129,9 @@ def register(app: typer.Typer) -> None:
         base_root: Optional[Path] = typer.Option(None, help="the base branch's submissions folder: flag key changes"),
         no_cache: bool = typer.Option(False, "--no-cache", help="re-check everything: reuse no cached check "
                                       "outcome or feature (the nightly full re-validation)"),
+        seal_key: Optional[Path] = typer.Option(None, "--seal-key", help="the board's seal key (CI's secret): score "
+                                                "the sealed tracks' membership gap and check their sealed.json"),
+        write_sealed: bool = typer.Option(False, "--write-sealed", help="with --seal-key: write a missing sealed.json"),
     ) -> None:
         """Check submissions: structure, schema, signature, registry, reconstructions, re-score, copies,
         near-copies, duplicates; with --base-root, flag every team key added or removed.
@@ -166,11 +170,14 @@ def register(app: typer.Typer) -> None:
                 with open(summary, "a", encoding="utf-8") as f:
                     f.write(studies.render(study_reports, "markdown", console))
             raise typer.Exit(0 if all(r.ok for r in study_reports) else 1)
+        key = read_seal_key(seal_key) if seal_key is not None else None
+        if write_sealed and key is None:
+            fail("--write-sealed needs --seal-key")
         kept = set(selected or [])
         report = validate_board(None if from_file is None else [p for p in from_file if p in kept], root,
                                 rescore=not no_rescore, device=device, weights_dir=weights_dir,
                                 explicit=[p for p in explicit if p in kept] or None if explicit else None,
-                                base_root=base_root, cache=not no_cache)
+                                base_root=base_root, cache=not no_cache, seal_key=key, write_sealed=write_sealed)
         if format == "text":
             render_text(report, console)
         else:

@@ -14,7 +14,9 @@ starting at a multiple of ten, so the first k images of any two blocks have the 
     spare               70  unused (keeps the later blocks where the shipped weights were trained)
     evaluator       10,000  the evaluation classifier's training set (disjoint from all the above)
     aux              5,000  same-distribution auxiliary data handed to attackers
-    (4,870 unused)
+    sealed           4,860  the sealed twins' pools: 2n images, the first 2n of the block (nested and
+                            class-balanced like the target block); which half is the members is drawn
+                            from the board's secret key (reconbench.core.seal), never from this seed
 
 The official 10,000 test images are the test split (accuracy only). Three datasets read the layout:
 
@@ -44,7 +46,7 @@ from reconbench.image.data.arrays import ArraySet, TrackSplits
 
 SPLIT_SEED = 20250609  # arXiv date of the SoK, as for the digits track and the zoo; any fixed value would do
 BLOCKS = (("target", 20_000), ("holdout", 20_000), ("update", 70), ("spare", 70),
-          ("evaluator", 10_000), ("aux", 5_000))
+          ("evaluator", 10_000), ("aux", 5_000), ("sealed", 4_860))
 PRIVATE_CLASSES = (5, 6, 7, 8, 9)  # fashion-mnist-split5
 DATASETS = ("fashion-mnist", "fashion-mnist-split5", "fashion-mnist-oddeven")
 UNLABELLED = -1
@@ -130,6 +132,15 @@ def fashion_splits(dataset: str, train_size: int, update_size: int | None = None
         holdout=first("holdout", train_size),
         update_holdout=first("holdout", update_size),
     )
+
+
+def sealed_pool(dataset: str, train_size: int) -> ArraySet:
+    """A sealed twin's pool: the first 2 x train_size images of the sealed block in the dataset's view
+    (disjoint from aux, from every open target, update and holdout image, and from the evaluator block)."""
+    from reconbench.image.data.fashion import fashion_mnist
+
+    view, train = _view(dataset), fashion_mnist()["train"]
+    return view.arrays(train, _first(view, train.labels, "sealed", 2 * train_size))
 
 
 def evaluator_training_set(dataset: str) -> ArraySet:

@@ -1,0 +1,286 @@
+"""Sealed tracks (issue 34): membership drawn from a secret, committed, scored at validation, revealed.
+
+Everything here uses throwaway keys: the sealed twin of fashion-n100 (its real pool and recipe) is
+drawn again with a key made for the test, a model trained on its members in seconds (fewer epochs
+than the shipped draws), and the registry pointed at that draw (RECONBENCH_REGISTRY).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import lzma
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from reconbench.core.seal import SealError, commitment, draw_members, new_key, open_draw
+
+ATTACKS = Path(__file__).parent / "attacks"
+GROUP = "fashion-n100-sealed"
+
+
+def _key() -> bytes:
+    return bytes.fromhex(new_key())
+
+
+def test_draw_is_half_of_each_class_and_the_commitment_binds_to_key_and_members():
+    labels = np.repeat(np.arange(10), 20)
+    key, other = _key(), _key()
+    members = draw_members(key, GROUP, 0, labels)
+    assert all(members[labels == c].sum() == 10 for c in range(10))
+    assert (draw_members(key, GROUP, 0, labels) == members).all()  # a function of key, track and draw
+    assert (draw_members(key, GROUP, 1, labels) != members).any()  # draws differ
+    assert (draw_members(other, GROUP, 0, labels) != members).any()
+    pool = "ab" * 32
+    published = commitment(key, GROUP, 0, pool, members)
+    assert (open_draw(key, GROUP, 0, pool, labels, published) == members).all()
+    with pytest.raises(SealError, match="does not open"):
+        open_draw(other, GROUP, 0, pool, labels, published)
+    flipped = members.copy()
+    flipped[[0, 1]] = ~flipped[[0, 1]]
+    assert commitment(key, GROUP, 0, pool, flipped) != published  # binding: another membership, another hash
+
+
+def test_a_bad_key_file_gets_one_message_naming_it(tmp_path):
+    from reconbench.core.seal import read_key
+
+    bad = tmp_path / "seal.key"
+    bad.write_text("not hex\n")
+    with pytest.raises(SealError, match=f"{bad}: the seal key must be hex"):
+        read_key(bad)
+    bad.write_text("ab" * 8)
+    with pytest.raises(SealError, match="8 bytes, at least 32"):
+        read_key(bad)
+
+
+@pytest.fixture(scope="module")
+def sealed(tmp_path_factory):
+    """A throwaway-key draw of fashion-n100-sealed: key file, registry file, and the draw's members."""
+    from reconbench.core.tracks import SEALED_FILE, get_track, registry_path
+    from reconbench.image.models.sealed_registry import SEALED, draw_row
+    from reconbench.image.models.training import TrainConfig
+
+    home = tmp_path_factory.mktemp("sealed")
+    key = _key()
+    (home / "seal.key").write_text(key.hex() + "\n")
+    row = draw_row(SEALED[GROUP], 0, 1, key, home / "data", config=TrainConfig(epochs=30, batch_size=64, lr=1e-3, seed=0),
+                   season="test-season", reveal_after="2000-01-01")
+    model = row["source"]["model_file"]
+    row["source"]["model_file"] = str(home / "data" / model)  # an absolute path: the package's data folder is not touched
+    shipped = json.loads(registry_path().with_name(SEALED_FILE).read_text())["tracks"]
+    row["near_copy"] = next(t["near_copy"] for t in shipped if t["seal"]["group"] == GROUP)  # the same public pool
+    opened = get_track("fashion-n100").model_dump(mode="json", exclude_none=True)
+    registry = home / "registry.json"
+    registry.write_text(json.dumps({"schema_version": 1, "tracks": [opened, row]}))
+    return home, key, registry, row["id"]
+
+
+@pytest.fixture
+def on_sealed(sealed, monkeypatch):
+    home, key, registry, track_id = sealed
+    monkeypatch.setenv("RECONBENCH_REGISTRY", str(registry))
+    return home, key, track_id
+
+
+def _carry(folder: Path, images: np.ndarray, labels: np.ndarray, per_file: int = 100) -> None:
+    """The attack file and its carried images (carried_part<i>.py) in one folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ATTACKS / "carried.py", folder / "carried.py")
+    for i, lo in enumerate(range(0, len(images), per_file)):
+        im, lab = images[lo:lo + per_file], labels[lo:lo + per_file].astype(np.int64)
+        data = base64.b64encode(lzma.compress(im.tobytes() + lab.tobytes(), preset=9)).decode()
+        (folder / f"carried_part{i}.py").write_text(f'COUNT = {len(im)}\nDATA = "{data}"\n')
+
+
+def _evaluate_and_submit(home: Path, track_id: str, spec: str, team: str):
+    from reconbench.core.signing import generate_key
+    from reconbench.image.evaluation import evaluate
+    from reconbench.submissions.submit import submit_result
+
+    keys = home / "keys"
+    user_key = keys / f"{team}.pem"
+    if not user_key.exists():
+        generate_key(user_key)
+    out = home / f"result-{team}"
+    shutil.rmtree(out, ignore_errors=True)
+    done = evaluate(track_id=track_id, attack_spec=spec, scenario="static/black-box/same", key_path=user_key, out=out,
+                    command="test_sealed")
+    root = home / f"submissions-{team}"
+    submit_result(out, team, root=root, key_path=user_key, team_name=f"Team {team}")
+    return done.result, root, root / team / done.result.payload.entry_id
+
+
+def _sealed_check(report):
+    (entry,) = [r for r in report.entries if r.is_entry]
+    return entry, next((c for c in entry.checks if c.name == "sealed"), None)
+
+
+def test_seal_train_evaluate_validate_reveal_verify(on_sealed, tmp_path):
+    """The whole cycle with a throwaway key; the numbers recomputed after the reveal equal what validate published."""
+    from reconbench.core.tracks import get_track
+    from reconbench.image.sealed import members, pool
+    from reconbench.submissions import validate_board
+    from reconbench.submissions.seal_reveal import read_reveal, reveal, verify
+
+    home, key, track_id = on_sealed
+    track = get_track(track_id)
+    result, root, entry = _evaluate_and_submit(home, track_id, f"{ATTACKS / 'carried.py'}:AuxMean", "ref")
+    payload = result.payload
+    # evaluate: metrics against the whole pool, no membership, a marker of what waits for validation
+    assert payload.membership is None and payload.sealed is not None
+    assert payload.sealed.status == "scored at validation" and set(payload.sealed.pending) == {"membership gap", "extraction count"}
+    assert payload.target.target_set_sha256 == pool(track).sha256 == track.seal.pool_sha256
+    assert payload.metrics["ssim"].status == "computed"
+    # validate without the key: passes, nothing recorded
+    entry_report, check = _sealed_check(validate_board(None, root, rescore=False))
+    assert check.status == "pass" and "scored at validation" in check.message and entry_report.sealed is None
+    assert not (entry / "sealed.json").exists()
+    # with the key: the gap of the draw, written once, then checked
+    entry_report, check = _sealed_check(validate_board(None, root, rescore=False, seal_key=key, write_sealed=True))
+    assert check.status == "pass", check.message
+    published = json.loads((entry / "sealed.json").read_text())
+    assert published["membership"]["ssim"]["status"] == "computed" and published["extraction"] is None
+    assert key.hex() not in (entry / "sealed.json").read_text()
+    # an independent reference for the gap: aux images know nothing, best member vs best non-member per class
+    from reconbench.core.io import load_arrays
+    from reconbench.image.metrics.pixel import MSEKernel
+    from reconbench.image.metrics.leakage import kernel_matrix
+    import torch
+
+    arrays = load_arrays(entry / "reconstructions.safetensors")
+    inside = members(track, key)
+    mem, non = pool(track).subset(np.flatnonzero(inside)), pool(track).subset(np.flatnonzero(~inside))
+    diffs = []
+    for c in np.unique(arrays["labels"]):
+        r = torch.from_numpy(arrays["images"][arrays["labels"] == c])
+        t = torch.from_numpy(mem.images[mem.labels == c])
+        h = torch.from_numpy(non.images[non.labels == c])
+        d_t = kernel_matrix(MSEKernel((1, 32, 32)), r, t, "cpu").min(1)
+        d_h = kernel_matrix(MSEKernel((1, 32, 32)), r, h, "cpu").min(1)
+        diffs.append(d_h - d_t)
+    assert published["membership"]["mse"]["gap"] == pytest.approx(np.concatenate(diffs).mean(), abs=1e-9)
+    # a changed record fails a keyed validation
+    tampered = json.loads((entry / "sealed.json").read_text())
+    tampered["membership"]["ssim"]["gap"] += 0.01
+    (entry / "sealed.json").write_text(json.dumps(tampered))
+    _, check = _sealed_check(validate_board(None, root, rescore=False, seal_key=key))
+    assert check.status == "fail" and "differs" in check.message
+    (entry / "sealed.json").write_text(json.dumps(published))
+    # reveal: a wrong key reveals nothing; the right one writes the key with the commitments it opens
+    with pytest.raises(SealError, match="does not open"):
+        reveal(_key(), "test-season", tmp_path / "wrong.json")
+    reveal(key, "test-season", tmp_path / "reveal.json")
+    revealed, season = read_reveal(tmp_path / "reveal.json")
+    opened, checked = verify(revealed, season, root)
+    assert opened == {track_id: track.seal.commitment}
+    assert [v.ok for v in checked] == [True]
+
+
+def _public_images(n_open: int):
+    from reconbench.image.data.fashion_splits import evaluator_training_set, fashion_splits
+
+    opened = fashion_splits("fashion-mnist", 100)
+    evaluator = evaluator_training_set("fashion-mnist")
+    return opened, evaluator.subset(np.arange(n_open))
+
+
+def test_hostile_embedding_the_open_twins_targets_is_refused(on_sealed):
+    """The open twin's membership is public (seed in the source): carried as-is onto the sealed twin, its
+    targets are exact copies of public images that are not this track's targets."""
+    home, key, track_id = on_sealed
+    from reconbench.submissions import validate_board
+
+    opened, _ = _public_images(0)
+    folder = home / "hostile-open"
+    _carry(folder, opened.target.images, opened.target.labels)
+    _, root, _ = _evaluate_and_submit(home, track_id, f"{folder / 'carried.py'}:CarriedTargets", "copier")
+    for key_given in (None, key):
+        entry, _ = _sealed_check(validate_board(None, root, rescore=False, seal_key=key_given))
+        assert entry.trust == "failed" and entry.sealed is None
+        assert any(c.name == "copies" and c.status == "fail" and "not among the entry's targets" in c.message
+                   for c in entry.checks)
+
+
+def test_hostile_loss_pick_over_carried_public_data_is_refused_with_the_key(on_sealed):
+    """Carrying the public pool (its recipe is public) and other public images, then picking the
+    images the model fits best, is membership inference: without the key it only looks like exact
+    copies of the track's pool (held, never ranked); with the key, its copies of non-members fail it
+    and it gets no sealed numbers."""
+    home, key, track_id = on_sealed
+    from reconbench.core.tracks import get_track
+    from reconbench.image.sealed import members, pool
+    from reconbench.submissions import validate_board
+
+    track = get_track(track_id)
+    whole = pool(track)
+    _, others = _public_images(100)
+    images = np.concatenate([whole.images, others.images])
+    labels = np.concatenate([whole.labels, others.labels])
+    folder = home / "hostile-loss"
+    _carry(folder, images, labels)
+    result, root, entry_dir = _evaluate_and_submit(home, track_id, f"{folder / 'carried.py'}:LossPick", "picker")
+    # it does pick mostly members (AUC-level membership inference), and some non-members
+    from reconbench.core.io import load_arrays
+
+    picked = load_arrays(entry_dir / "reconstructions.safetensors")["images"]
+    inside = members(track, key)
+    is_member = [any((m == p).all() for m in whole.images[inside]) for p in picked]
+    assert 0.6 < np.mean(is_member) < 1.0
+    entry, check = _sealed_check(validate_board(None, root, rescore=False))
+    assert entry.trust == "held" and check.status == "pass"
+    entry, check = _sealed_check(validate_board(None, root, rescore=False, seal_key=key, write_sealed=True))
+    assert entry.trust == "failed" and check.status == "fail" and "carried into the run" in check.message
+    assert entry.sealed is None and not (entry_dir / "sealed.json").exists()
+
+
+def test_across_draws_matches_scipy_and_calls_no_leak_on_uniform_ps():
+    from scipy import stats
+
+    from reconbench.core.draws import across_draws, fisher_p, verdict
+
+    ps = [0.2, 0.03, 0.5, 0.01, 0.7]
+    assert fisher_p(ps) == pytest.approx(stats.combine_pvalues(ps, method="fisher").pvalue, rel=1e-9)
+    gaps = [0.01, 0.03, -0.01, 0.02, 0.00]
+    a = across_draws(gaps, ps)
+    half = stats.t.ppf(0.975, 4) * np.std(gaps, ddof=1) / np.sqrt(5)
+    assert (a.mean, a.low, a.high) == pytest.approx((0.01, 0.01 - half, 0.01 + half))
+    assert across_draws([0.02], [0.004]).low is None  # one draw: no spread
+    assert verdict({"ssim": across_draws([0.02] * 5, [0.001] * 5)})
+    assert not verdict({"ssim": across_draws([-0.02] * 5, [0.001] * 5)})  # significant, but on the non-members' side
+    assert not verdict({"ssim": a, "mse": across_draws(gaps, [0.6] * 5)})
+
+
+def test_the_shipped_sealed_twin_names_its_draws_and_pins_nothing_secret():
+    from reconbench.core.tracks import TrackError, all_tracks, get_track
+
+    draws = [t for t in all_tracks() if t.seal is not None and t.seal.group == GROUP]
+    assert len(draws) == draws[0].seal.draws >= 2
+    assert len({t.seal.commitment for t in draws}) == len(draws) and len({t.target_model_sha256 for t in draws}) == len(draws)
+    assert {t.target_set_sha256 for t in draws} == {draws[0].seal.pool_sha256}  # one public pool, K secret halves
+    assert all(t.holdout_set_sha256 is None for t in draws)  # the non-members are the pool's other half: sealed
+    with pytest.raises(TrackError, match=f"'{GROUP}' is a sealed twin of {len(draws)} draws"):
+        get_track(GROUP)
+
+
+def test_the_board_reports_each_attacks_mean_gap_across_the_sealed_examples_draws():
+    """The sealed examples (five attacks on each of fashion-n100-sealed's draws, sealed.json written by
+    validate with the CI key): the board's row of each attack is the mean of its draws' recorded gaps."""
+    from types import SimpleNamespace
+
+    from reconbench.core.tracks import get_track
+    from reconbench.image.results import parse_result_json
+    from reconbench.leaderboard.sealed import sealed_view
+
+    root = Path(__file__).resolve().parents[1] / "submissions" / "sealed-examples"
+    reports = [SimpleNamespace(team="sealed-examples", trust="re-scored", result=parse_result_json(p.parent / "result.json"),
+                               sealed=json.loads(p.read_text())) for p in sorted(root.glob("*/sealed.json"))]
+    view = sealed_view(get_track(f"{GROUP}-d0"), reports)
+    assert len(view["rows"]) >= 5
+    for row in view["rows"]:
+        gaps = [r.sealed["membership"]["ssim"]["gap"] for r in reports if r.result.payload.attack.name == row["attack"]]
+        assert row["draws"] == len(gaps) == view["seal"].draws
+        assert row["metrics"]["ssim"].mean == pytest.approx(np.mean(gaps))
+        assert row["verdict"] in ("leaks", "no leak shown")

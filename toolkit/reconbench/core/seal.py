@@ -1,0 +1,94 @@
+"""Sealed membership: which half of a public pool a sealed track's model trained on, drawn from a secret.
+
+A track whose membership comes from a seed in the public source has public membership: an attack
+file can carry the answer. A sealed track draws it from a key held by the board's CI (the GitHub
+secret SEAL_KEY; `../shared/secrets/seal.key` stands in for it in this repository) and publishes
+only what binds the draw without revealing it:
+
+    seed(group, draw)       = HMAC-SHA256(key, "reconbench-seal/v1/draw/<group>/<draw>")
+    nonce(group, draw)      = HMAC-SHA256(key, "reconbench-seal/v1/nonce/<group>/<draw>")
+    members                 = per class of the pool, half of its items, chosen by a numpy PCG64
+                              generator seeded with the first 16 bytes of seed (a permutation of
+                              the class's pool indices; the first half are members)
+    commitment              = SHA-256("reconbench-seal/v1" || nonce || pool_sha256 || packbits(members))
+
+The nonce is 256 secret bits, so the commitment says nothing about the members (hiding); SHA-256
+makes it infeasible to open it to another membership (binding). When the season ends the key is
+revealed (`recon-submit seal reveal`): anyone then recomputes the nonce and the members, checks the
+commitment, and recomputes every sealed number the board published (`recon-submit seal verify`).
+
+Pure functions: no torch, no files but the key's. Nothing derived from a key but the commitment
+is ever written where the public can read it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from pathlib import Path
+
+import numpy as np
+
+SCHEME = "reconbench-seal/v1"
+KEY_BYTES = 32
+
+
+class SealError(Exception):
+    """A seal key that cannot be read, or a commitment that does not open."""
+
+
+def read_key(path: Path | str) -> bytes:
+    """The key in `path`: 32+ bytes written as hex (one line). One clear message naming the file otherwise."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SealError(f"{path}: cannot read the seal key ({type(exc).__name__})") from None
+    try:
+        key = bytes.fromhex(text)
+    except ValueError:
+        raise SealError(f"{path}: the seal key must be hex digits on one line") from None
+    if len(key) < KEY_BYTES:
+        raise SealError(f"{path}: the seal key has {len(key)} bytes, at least {KEY_BYTES} are needed")
+    return key
+
+
+def new_key() -> str:
+    """A fresh key as hex (a new season; tests' throwaway keys)."""
+    import secrets
+
+    return secrets.token_hex(KEY_BYTES)
+
+
+def _derive(key: bytes, purpose: str, group: str, draw: int) -> bytes:
+    return hmac.new(key, f"{SCHEME}/{purpose}/{group}/{int(draw)}".encode(), hashlib.sha256).digest()
+
+
+def draw_members(key: bytes, group: str, draw: int, labels: np.ndarray) -> np.ndarray:
+    """(P,) bool: the members of draw `draw` of sealed track `group`, over a pool with these labels.
+    Per class, half of the pool's items (the pool holds an even count of each class)."""
+    labels = np.asarray(labels)
+    rng = np.random.default_rng(int.from_bytes(_derive(key, "draw", group, draw)[:16], "big"))
+    members = np.zeros(len(labels), dtype=bool)
+    for c in np.unique(labels):
+        where = np.flatnonzero(labels == c)
+        if len(where) % 2:
+            raise SealError(f"sealed track '{group}': class {int(c)} has {len(where)} pool items, not an even count")
+        members[rng.permutation(where)[: len(where) // 2]] = True
+    return members
+
+
+def commitment(key: bytes, group: str, draw: int, pool_sha256: str, members: np.ndarray) -> str:
+    """The published commitment to one draw (module docstring)."""
+    nonce = _derive(key, "nonce", group, draw)
+    bits = np.packbits(np.asarray(members, dtype=bool)).tobytes()
+    return hashlib.sha256(SCHEME.encode() + nonce + bytes.fromhex(pool_sha256) + bits).hexdigest()
+
+
+def open_draw(key: bytes, group: str, draw: int, pool_sha256: str, labels: np.ndarray, published: str) -> np.ndarray:
+    """The members of a draw, after checking that `key` opens its published commitment."""
+    members = draw_members(key, group, draw, labels)
+    if not hmac.compare_digest(commitment(key, group, draw, pool_sha256, members), published):
+        raise SealError(f"sealed track '{group}' draw {draw}: this key does not open the published commitment "
+                        f"{published[:16]}… (another season's key, or a changed pool)")
+    return members

@@ -1,0 +1,119 @@
+"""A sealed draw's numbers, scored at validation with the key (image/sealed.py has the pool and members).
+
+- the carried-data rule: an exact copy of a Fashion-MNIST image that is not a member of the draw can
+  only have been carried into the run;
+- the membership gap of the draw (members against the pool's other half: core/membership.py's test);
+- the extraction count (issue 33's per-sample count plugs in at `extraction_count`);
+- sealed.json, the record validate writes and `recon-submit seal verify` recomputes after the reveal.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from reconbench.core.seal import SCHEME
+from reconbench.core.tracks import Track
+from reconbench.image.sealed import seal_of, member_set, members, pool
+
+if TYPE_CHECKING:
+    from reconbench.image.data.arrays import ArraySet
+
+GAP_METRICS = ("mse", "psnr", "ssim")
+COPY_MSE = 1e-4  # as submissions/checks/copies.py: about one grey level of rounding per pixel
+POOL_CHUNK = 8192  # dataset images per block of the carried-data search (64 MB of float64 at 32x32)
+
+
+@lru_cache(maxsize=1)
+def dataset_images(dataset: str) -> np.ndarray:
+    """Every Fashion-MNIST image (train and test) in the dataset's view (its padding), uint8 N x C x H x W."""
+    from reconbench.image.data.fashion import fashion_mnist
+    from reconbench.image.data.fashion_splits import VIEWS
+
+    pad, data = VIEWS[dataset].pad, fashion_mnist()
+    images = np.concatenate([data["train"].images, data["test"].images])
+    return np.pad(images, ((0, 0), (0, 0), (pad, pad), (pad, pad))) if pad else images
+
+
+def nearest_mse(rec: np.ndarray, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per reconstruction, the smallest per-pixel MSE (pixels in [0, 1]) to a candidate and its index:
+    ||x||^2 + ||c||^2 - 2 x.c in float64, blocks of POOL_CHUNK candidates."""
+    import torch
+
+    x = torch.from_numpy(rec.reshape(len(rec), -1)).double() / 255.0
+    best = torch.full((len(rec),), float("inf"), dtype=torch.float64)
+    where = torch.zeros(len(rec), dtype=torch.int64)
+    for lo in range(0, len(candidates), POOL_CHUNK):
+        c = torch.from_numpy(candidates[lo:lo + POOL_CHUNK].reshape(-1, x.shape[1])).double() / 255.0
+        d = ((x * x).sum(1, keepdim=True) + (c * c).sum(1)[None, :] - 2.0 * x @ c.T).clamp_min_(0) / x.shape[1]
+        value, index = d.min(dim=1)
+        better = value < best
+        best, where = torch.where(better, value, best), torch.where(better, index + lo, where)
+    return best.numpy(), where.numpy()
+
+
+def carried(track: Track, key: bytes, images: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(reconstructions that exactly copy a member, reconstructions that exactly copy a Fashion-MNIST
+    image that is not a member of this draw): the second can only be data carried into the run."""
+    mine = member_set(track, key).images
+    to_member, _ = nearest_mse(images, mine)
+    to_any, _ = nearest_mse(images, dataset_images(track.dataset))
+    copies_member = np.flatnonzero(to_member <= COPY_MSE)
+    copies_other = np.flatnonzero((to_any <= COPY_MSE) & (to_member > COPY_MSE))
+    return copies_member, copies_other
+
+
+def extraction_count(track: Track, images: np.ndarray, labels: np.ndarray, member_images: ArraySet,
+                     non_member_images: ArraySet) -> dict | None:
+    """THE PLACE where the per-sample extraction count (issue 33: a pure function of reconstructions,
+    members, holdout, threshold, rng) plugs in. Until it is merged a sealed record carries None here
+    and the board shows the membership gap alone."""
+    return None
+
+
+def sealed_numbers(track: Track, key: bytes, images: np.ndarray, labels: np.ndarray, device: str = "cpu") -> dict:
+    """What validate publishes for one sealed entry: the draw's membership gap per metric (members vs
+    the pool's other half, the permutation test of core/membership.py) and the extraction count."""
+    import torch
+
+    from reconbench.image.metrics.leakage import _result, kernel_gap, mse_and_psnr_gaps
+    from reconbench.image.metrics.pixel import MSEKernel
+    from reconbench.image.metrics.ssim import SSIMKernel
+
+    whole, inside = pool(track), members(track, key)
+    mem, non = whole.subset(np.flatnonzero(inside)), whole.subset(np.flatnonzero(~inside))
+    rec = torch.from_numpy(np.ascontiguousarray(images))
+    shape = tuple(track.input_shape)
+    tar, hold = torch.from_numpy(mem.images), torch.from_numpy(non.images)
+    mse, psnr = mse_and_psnr_gaps(MSEKernel(shape), rec, labels, tar, mem.labels, hold, non.labels, device)
+    ssim = kernel_gap(SSIMKernel(shape, device=device), rec, labels, tar, mem.labels, hold, non.labels, device)
+    gaps = {"mse": mse, "psnr": psnr, "ssim": ssim}
+    return {
+        "membership": {name: _result(gaps[name]).model_dump(mode="json") for name in GAP_METRICS},
+        "extraction": extraction_count(track, images, labels, mem, non),
+    }
+
+
+def record(track: Track, key: bytes, entry_id: str, payload_sha256: str, images: np.ndarray, labels: np.ndarray,
+           device: str = "cpu") -> dict:
+    """sealed.json: the numbers with what they were computed for (entry, payload, draw, commitment).
+    Nothing in it is derived from the key but these numbers and the already public commitment."""
+    from reconbench.core.membership import PERMUTATIONS, SEED
+
+    seal = seal_of(track)
+    return {"scheme": SCHEME, "entry_id": entry_id, "payload_sha256": payload_sha256, "track": track.id,
+            "group": seal.group, "draw": seal.draw, "season": seal.season, "commitment": seal.commitment,
+            "permutations": PERMUTATIONS, "seed": SEED, **sealed_numbers(track, key, images, labels, device)}
+
+
+def same_numbers(a: dict, b: dict, tolerance: float = 1e-9) -> bool:
+    """Two records agree: every field equal, numbers within `tolerance` (float reductions may reorder)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_numbers(a[k], b[k], tolerance) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_numbers(x, y, tolerance) for x, y in zip(a, b))
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return abs(float(a) - float(b)) <= tolerance * max(1.0, abs(float(a)))
+    return a == b

@@ -1,0 +1,88 @@
+"""Check 10, sealed: a sealed track's membership numbers, scored at validation (reconbench.image.sealed).
+
+A result on a sealed track carries no membership gap: its members are drawn from the board's key
+(core/seal.py). This check:
+
+- without the key (a contributor's machine): passes with a note; an entry's sealed.json, if present,
+  is the record CI wrote with the key and is shown as such (re-checked by every keyed validation and,
+  after the season's reveal, by anyone: `recon-submit seal verify`);
+- with the key (`validate --seal-key PATH`: CI, maintainers): opens the published commitment, fails
+  the entry when a reconstruction is an exact copy of a Fashion-MNIST image that is not a member of
+  the draw (only data carried into the run gives one), computes the gap and the extraction count,
+  and compares them with sealed.json (a record that differs fails); `write_sealed` writes a missing one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from reconbench.submissions.checks.base import Check, CheckFailed, Context
+from reconbench.submissions.layout import SEALED_FILE
+
+
+def _payload_sha256(ctx: Context) -> str:
+    from reconbench.core.signing import canonical
+
+    return hashlib.sha256(canonical(ctx.result.payload.model_dump(mode="json"))).hexdigest()
+
+
+def _read_record(ctx: Context) -> dict | None:
+    path = ctx.entry_dir / SEALED_FILE
+    if not path.is_file():
+        return None
+    from reconbench.core.io import strict_json_loads
+
+    try:
+        record = strict_json_loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise CheckFailed(f"{path}: not a readable sealed record ({exc})") from None
+    if not isinstance(record, dict) or record.get("payload_sha256") != _payload_sha256(ctx):
+        raise CheckFailed(f"{path}: this sealed record is not for this entry's signed payload")
+    return record
+
+
+def check(ctx: Context) -> list[Check]:
+    seal = getattr(ctx.track, "seal", None)
+    marker = getattr(ctx.result.payload, "sealed", None)
+    if seal is None:
+        if (ctx.entry_dir / SEALED_FILE).exists():
+            raise CheckFailed(f"{ctx.entry_dir / SEALED_FILE}: a sealed record on track '{ctx.track.id}', which is not sealed")
+        return []
+    if marker is None or (marker.group, marker.draw, marker.pool_sha256, marker.commitment) != \
+            (seal.group, seal.draw, seal.pool_sha256, seal.commitment):
+        raise CheckFailed(f"result.json: track '{ctx.track.id}' is sealed, but the payload's sealed marker does not name "
+                          f"its draw, pool and commitment ({seal.group} draw {seal.draw}, commitment {seal.commitment[:12]}…)")
+    recorded = _read_record(ctx)
+    if ctx.seal_key is None:
+        ctx.sealed = recorded
+        state = "sealed.json holds the numbers CI scored with the key" if recorded else "no sealed record yet"
+        return [Check("sealed", "pass", f"sealed track ({seal.group}, draw {seal.draw}): the membership gap and the "
+                                        f"extraction count are scored at validation with the board's key; {state}; "
+                                        f"anyone can recompute them after the reveal ({seal.reveal_after})")]
+    from reconbench.core.seal import SealError
+    from reconbench.image import sealed_scores as sealed
+
+    try:
+        own, other = sealed.carried(ctx.track, ctx.seal_key, ctx.images)
+    except SealError as exc:
+        raise CheckFailed(str(exc)) from None
+    if other.size:
+        raise CheckFailed(f"{other.size} of {len(ctx.images)} reconstructions are exact copies of Fashion-MNIST images "
+                          f"that are not members of sealed draw {seal.draw} of {seal.group} (indices "
+                          f"{', '.join(map(str, other[:10].tolist()))}): no reconstruction returns a non-member "
+                          "verbatim, so these were carried into the run (a smuggled candidate set)")
+    fresh = sealed.record(ctx.track, ctx.seal_key, ctx.result.payload.entry_id, _payload_sha256(ctx), ctx.images,
+                          ctx.labels, ctx.device)
+    if recorded is not None and not sealed.same_numbers(recorded, fresh):
+        raise CheckFailed(f"{ctx.entry_dir / SEALED_FILE}: differs from the numbers recomputed with the key")
+    if recorded is None and ctx.write_sealed:
+        from reconbench.core.io import atomic_path
+
+        with atomic_path(ctx.entry_dir / SEALED_FILE) as tmp:
+            tmp.write_text(json.dumps(fresh, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    ctx.sealed = fresh
+    gap = fresh["membership"]["ssim"]
+    said = "written" if recorded is None and ctx.write_sealed else "matches sealed.json" if recorded else "not recorded"
+    return [Check("sealed", "pass", f"scored with the key: draw {seal.draw} of {seal.group}, SSIM gap "
+                                    f"{gap.get('gap')}, p {gap.get('p')}; {own.size} exact member copies; {said}")]

@@ -1,0 +1,86 @@
+"""The end of a season: publish its key, and let anyone check what the board published with it.
+
+    recon-submit seal reveal --seal-key KEY --out reveal.json   (maintainers, at `reveal_after`)
+    recon-submit seal verify reveal.json [--root submissions]   (anyone, afterwards)
+
+`reveal` first opens every commitment of the season with the key (a wrong key reveals nothing), then
+writes the key with the commitments it opens. `verify` reads such a file, opens every sealed draw of
+its season in the registry, and recomputes every sealed entry's numbers from its reconstructions
+(image/sealed.record), comparing them with the sealed.json the board published.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from reconbench.core.seal import SCHEME, SealError
+from reconbench.core.tracks import all_tracks
+
+
+def sealed_tracks(season: str | None = None) -> list:
+    return [t for t in all_tracks() if t.seal is not None and (season is None or t.seal.season == season)]
+
+
+def open_season(key: bytes, season: str) -> dict[str, str]:
+    """track id -> commitment, for every draw of the season, after the key has opened each one."""
+    from reconbench.image.sealed import members
+
+    tracks = sealed_tracks(season)
+    if not tracks:
+        raise SealError(f"no sealed track of season '{season}' in the registry")
+    for track in tracks:
+        members(track, key)  # raises SealError when the key does not open the commitment
+    return {t.id: t.seal.commitment for t in tracks}
+
+
+def reveal(key: bytes, season: str, out: Path) -> dict:
+    from reconbench.core.io import atomic_path
+
+    document = {"scheme": SCHEME, "season": season, "key": key.hex(), "commitments": open_season(key, season)}
+    with atomic_path(out) as tmp:
+        tmp.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return document
+
+
+def read_reveal(path: Path) -> tuple[bytes, str]:
+    try:
+        document = json.loads(Path(path).read_text(encoding="utf-8"))
+        return bytes.fromhex(document["key"]), str(document["season"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SealError(f"{path}: not a reveal file written by `recon-submit seal reveal` ({type(exc).__name__})") from None
+
+
+@dataclass(frozen=True)
+class Verified:
+    entry: str
+    ok: bool
+    message: str
+
+
+def verify(key: bytes, season: str, root: Path) -> tuple[dict[str, str], list[Verified]]:
+    """Open the season's commitments, then recompute every published sealed.json under `root`."""
+    from reconbench.core.io import load_arrays
+    from reconbench.core.signing import canonical
+    from reconbench.image import sealed_scores as sealed
+    from reconbench.image.results import parse_result_json
+    from reconbench.submissions.layout import RECONSTRUCTIONS_FILE, RESULT_FILE, SEALED_FILE
+
+    import hashlib
+
+    opened = open_season(key, season)
+    tracks = {t.id: t for t in sealed_tracks(season)}
+    out = []
+    for path in sorted(Path(root).glob(f"*/*/{SEALED_FILE}")):
+        published = json.loads(path.read_text(encoding="utf-8"))
+        if published.get("track") not in tracks:
+            continue
+        result = parse_result_json(path.parent / RESULT_FILE)
+        arrays = load_arrays(path.parent / RECONSTRUCTIONS_FILE)
+        payload_sha = hashlib.sha256(canonical(result.payload.model_dump(mode="json"))).hexdigest()
+        fresh = sealed.record(tracks[published["track"]], key, result.payload.entry_id, payload_sha,
+                              arrays["images"], arrays["labels"])
+        ok = sealed.same_numbers(published, fresh)
+        out.append(Verified(str(path.parent), ok, "recomputed: equal" if ok else "recomputed: DIFFERS from sealed.json"))
+    return opened, out
