@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from reconbench.leaderboard import heap
+
 log = logging.getLogger(__name__)
 
 SEED = 0
@@ -166,6 +168,7 @@ def all_baselines(tracks, gaps_for=None) -> dict[str, list[dict]]:
             out[track.id] = track_baselines(track, gaps=gaps_for is None or track.id in gaps_for)
         except Exception as exc:  # noqa: BLE001 - a Hub track offline: its board shows no reference rows
             log.info("baselines of track '%s' unavailable (%s)", track.id, exc)
+        heap.trim()  # one track's scoring arrays do not stay resident under the next's
     return out
 
 

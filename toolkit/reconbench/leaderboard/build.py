@@ -103,17 +103,11 @@ def release_validation_memory() -> None:
     """Drop what only validation needed (the public pools' search structures) and hand the freed heap
     back to the system (glibc keeps freed small blocks otherwise): the pages and baselines that
     follow then start from less, which keeps the build's peak down (issue 37: <= 2 GB)."""
-    import ctypes
-    import gc
-
+    from reconbench.leaderboard import heap
     from reconbench.submissions import publicspace
 
     publicspace.release()  # rebuilt on demand (their thresholds stay)
-    gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to hand back this way
-        pass
+    heap.trim()
 
 
 def attack_catalogue(frames: list[pd.DataFrame]) -> list[dict]:
