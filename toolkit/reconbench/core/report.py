@@ -135,6 +135,7 @@ class ScoreReport:
     provenance: dict[str, str] = field(default_factory=dict)  # weight digests and settings used
     membership: dict[str, GapResult] = field(default_factory=dict)  # metric -> its gap, when a holdout was given
     gaps: dict = field(default_factory=dict)  # metric -> membership.Gap (per-reconstruction best values, for plots)
+    extraction: object | None = None  # core.extraction.ExtractionResult, when a holdout and a calibration were given
 
     def to_dict(self) -> dict[str, dict]:
         """JSON-ready form of the metrics (matches are left out: they are per-sample data)."""

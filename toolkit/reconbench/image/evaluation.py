@@ -279,7 +279,7 @@ def evaluate(
             attack_facts=dict(rec.provenance) or None,
             sandbox=run.sandbox,
         ),
-        membership=None if holdout is None else MembershipInfo.of(holdout.sha256, report.membership),
+        membership=None if holdout is None else MembershipInfo.of(holdout.sha256, report.membership, report.extraction),
         surrogate=None if not stolen else SurrogateInfo(
             method=stolen[0].method, architecture=stolen[0].architecture, budget=stolen[0].budget, config=stolen[0].config,
             queries=stolen[0].queries, attack_view=str(route.white_box_cell(chosen)),
