@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from reconbench.core.extraction import ExtractionResult
 from reconbench.core.membership import Gap
 from reconbench.core.report import GapResult
 from reconbench.modalities import for_result
@@ -94,6 +95,7 @@ class EntryReport:
     membership: dict = field(default_factory=dict)  # metric -> GapResult re-scored against the holdout
     gaps: dict = field(default_factory=dict)  # metric -> metrics.membership.Gap (per-reconstruction values, for plots)
     mirrored: dict = field(default_factory=dict)  # metric -> GapResult of the mirrored reconstructions (held rule)
+    extraction: object | None = None  # core.extraction.ExtractionResult re-scored (the count beside the gap)
 
     @property
     def failed(self) -> bool:
@@ -160,6 +162,7 @@ def _restore(ctx: Context, record: dict) -> list[Check]:
     ctx.membership = {n: GapResult.model_validate(g) for n, g in record["membership"].items()}
     ctx.mirrored = {n: GapResult.model_validate(g) for n, g in record["mirrored"].items()}
     ctx.gaps = {n: _gap_from(g) for n, g in record["gaps"].items()}
+    ctx.extraction = None if record.get("extraction") is None else ExtractionResult.model_validate(record["extraction"])
     return [Check(c["name"], c["status"], c["message"], tuple(c["details"])) for c in record["checks"]]
 
 
@@ -169,7 +172,8 @@ def _record(ctx: Context, checks: list[Check]) -> dict:
             "evidence": ctx.evidence,
             "membership": {n: g.model_dump(mode="json") for n, g in ctx.membership.items()},
             "mirrored": {n: g.model_dump(mode="json") for n, g in ctx.mirrored.items()},
-            "gaps": {n: _gap_to(g) for n, g in ctx.gaps.items()}}
+            "gaps": {n: _gap_to(g) for n, g in ctx.gaps.items()},
+            "extraction": None if ctx.extraction is None else ctx.extraction.model_dump(mode="json")}
 
 
 def _gap_to(gap: Gap) -> dict:
@@ -230,7 +234,8 @@ def run_checks(unit: Unit, root: Path, board: Board, *, rescore: bool = True, de
                        unverified=list(ctx.unverified), verified=verified,
                        held_reason=ctx.held_reason if trust == "held" else None,
                        evidence=dict(ctx.evidence) if trust == "held" else {},
-                       membership=dict(ctx.membership), gaps=dict(ctx.gaps), mirrored=dict(ctx.mirrored))
+                       membership=dict(ctx.membership), gaps=dict(ctx.gaps), mirrored=dict(ctx.mirrored),
+                       extraction=ctx.extraction)
 
 
 def validate_board(paths: list[Path] | None = None, root: Path = DEFAULT_ROOT, *, rescore: bool = True,

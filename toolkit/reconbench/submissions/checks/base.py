@@ -84,6 +84,8 @@ class Context:
     membership: dict = field(default_factory=dict)  # metric -> GapResult recomputed against the holdout (rescore)
     gaps: dict = field(default_factory=dict)  # metric -> metrics.membership.Gap (per-reconstruction best values)
     mirrored: dict = field(default_factory=dict)  # metric -> GapResult of the reconstructions mirrored (held rule)
+    extraction: object | None = None  # core.extraction.ExtractionResult recomputed (rescore)
+    public_copies: list = field(default_factory=list)  # (reconstruction, public image, MSE) within the extraction threshold
 
     @property
     def entry_dir(self) -> Path:

@@ -128,6 +128,7 @@ def check(ctx: Context) -> list[Check]:
     checks = retired_classifier(ctx, claimed, checks, target)
     if holdout is not None:
         checks += membership_checks(ctx, holdout.sha256, report.membership, len(ctx.labels))
+        checks += extraction_check(ctx, report.extraction)
         ctx.gaps = dict(report.gaps)
         ctx.mirrored = mirrored(ctx, target, holdout)
     for name in sorted(set(claimed) - set(report.metrics)):
@@ -234,3 +235,25 @@ def compare_gap(name: str, claimed, actual, n_rec: int) -> Check:
     if problems:
         return Check(check_name, "fail", "; ".join(problems[:5]) + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""))
     return Check(check_name, "pass", f"gap {actual.format()}, p {actual.p:.3g} as claimed")
+
+
+def extraction_check(ctx: Context, actual) -> list[Check]:
+    """rescore.extraction: the count (core/extraction.py) recomputed. Its distances are exact (float64
+    from integer grey levels), so k and j must match exactly and p within P_TOLERANCE; an entry
+    written before the count existed claims none: computed here and shown."""
+    ctx.extraction = actual
+    if actual is None:
+        return [Check("rescore.extraction", "not-run", "the track has no extraction calibration in the registry")]
+    claimed = ctx.result.payload.membership.extraction if ctx.result.payload.membership is not None else None
+    if claimed is None:
+        return [Check("rescore.extraction", "pass", f"no count claimed (a result written before it existed); "
+                                                    f"re-scored here: {actual.sentence()}")]
+    problems = [f"{f} {getattr(claimed, f)} claimed, {getattr(actual, f)} recomputed"
+                for f in ("members", "n_members", "holdout", "n_holdout", "extracted") if getattr(claimed, f) != getattr(actual, f)]
+    problems += [f"{f} {getattr(claimed, f):.6g} claimed, {getattr(actual, f):.6g} recomputed" for f in ("p", "p_relabel")
+                 if not P_TOLERANCE.ok(getattr(claimed, f), getattr(actual, f))]
+    problems += [f"{f} {getattr(claimed, f):.8g} claimed, the registry's is {getattr(actual, f):.8g}"
+                 for f in ("threshold", "pair_rate") if getattr(claimed, f) != getattr(actual, f)]
+    if problems:
+        return [Check("rescore.extraction", "fail", "; ".join(problems[:5]))]
+    return [Check("rescore.extraction", "pass", f"{actual.sentence()}, as claimed")]
