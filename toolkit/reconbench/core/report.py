@@ -114,7 +114,9 @@ class GapResult(BaseModel):
 
 
 def _p_note(gap) -> str | None:
-    return None if gap.p_method == "permutation" else f"p: {gap.p_method} (no permutation of {gap.permutations} reached the gap)"
+    if gap.p_method.startswith("permutation"):
+        return None if gap.p_method == "permutation" else f"p: {gap.p_method}"
+    return f"p <= 1/(B+1) = {gap.p:.2g}: no permutation of {gap.permutations} reached the gap"
 
 
 @dataclass(frozen=True)
