@@ -1,0 +1,63 @@
+"""CPU time of the extraction count and of the non-member copy check at 70,000 public images (issue 33).
+
+    nice -n 10 python benchmarks/bench_extraction.py
+
+On fashion-n1000 (|D_tar| = 1,000; pool per class: 100 members + 100 holdout) with 1,000
+reconstructions (aux draws with 10 member copies and one copied test image): the count
+(image/metrics/extraction.py), the public index over the whole Fashion-MNIST dataset (built once
+per process, submissions/publiccopy.py) and its query, against the brute-force search of the same
+70,000 images (checks/copies.nearest_copies: every distance) as the reference, measured in the same
+run. Process time (CPU seconds), so a loaded machine changes little.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+
+
+def cpu(fn):
+    t = time.process_time()
+    out = fn()
+    return out, time.process_time() - t
+
+
+def main() -> int:
+    torch.set_num_threads(1)
+    from reconbench.core.tracks import get_track
+    from reconbench.image.metrics.extraction import image_extraction
+    from reconbench.image.track_files import load_splits, public_dataset
+    from reconbench.submissions.checks.copies import nearest_copies
+    from reconbench.submissions.publiccopy import PublicIndex, non_member_copies
+
+    track = get_track("fashion-n1000")
+    s = load_splits(track)
+    images, _ = public_dataset(track)
+    rng = np.random.default_rng(0)
+    pick = rng.choice(len(s.aux_same), 989, replace=False)
+    rec = np.concatenate([s.aux_same.images[pick], s.target.images[:10], s.test.images[:1]])
+    rec_y = np.concatenate([s.aux_same.labels[pick], s.target.labels[:10], s.test.labels[:1]])
+    cal = track.extraction
+    e, t_count = cpu(lambda: image_extraction(rec, rec_y, s.target.images, s.target.labels, s.holdout.images,
+                                              s.holdout.labels, cal.threshold, cal.pair_rate))
+    index, t_build = cpu(lambda: PublicIndex(images))
+    hits, t_query = cpu(lambda: non_member_copies(rec, s.target.images, index, cal.threshold))
+    pool = torch.from_numpy(images.reshape(len(images), -1)).double() / 255.0
+    (best, _), t_brute = cpu(lambda: nearest_copies(rec, pool))
+    brute = sorted(np.flatnonzero(best <= cal.threshold).tolist())
+    assert e.members == 10 and e.holdout == 0, e
+    assert [h.reconstruction for h in hits] == [1000], hits  # the copied test image, not the 10 members
+    assert set(brute) >= {h.reconstruction for h in hits}
+    print(f"public images: {len(images):,}; reconstructions: {len(rec):,}")
+    print(f"extraction count (1,000 x 200 per class, exact MSE): {t_count:.2f} CPU s -> {e.sentence()}")
+    print(f"public index build (70,000 images, 16 principal axes, k-d tree): {t_build:.2f} CPU s (once per process)")
+    print(f"non-member copy check, index query + exact refinement: {t_query:.2f} CPU s ({len(hits)} refused)")
+    print(f"brute force over the 70,000 (reference, every distance): {t_brute:.2f} CPU s; "
+          f"query {t_brute / max(t_query, 1e-9):.1f}x faster")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
