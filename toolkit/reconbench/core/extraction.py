@@ -97,6 +97,8 @@ class Extraction:
 
 
 def format_p(p: float) -> str:
+    if p == 0.0:  # below the smallest double: the tail underflowed
+        return "< 1e-300"
     return f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}"
 
 
