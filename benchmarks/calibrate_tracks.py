@@ -1,6 +1,7 @@
 """Per-track calibration of the board's two tests (issue 33), written as data the site reads.
 
     nice -n 10 python benchmarks/calibrate_tracks.py [--quick] [TRACK ...]
+    python benchmarks/calibrate_tracks.py --table      # benchmarks/README.md's table, from the file
     -> toolkit/reconbench/data/calibration.json (each track's board shows it: leaderboard.md.j2)
 
 For each published image track, on the cell its board ranks first (static when the track has a
@@ -224,7 +225,33 @@ def calibrate(track, quick: bool = False) -> dict:
             "verdict": _possible(track, target, holdout, shape), "cpu_seconds": round(time.process_time() - started, 1)}
 
 
+def table() -> str:
+    """The README's tables, from the committed calibration.json."""
+    data = json.loads(OUT.read_text())["tracks"]
+    lines = ["| track | cell | D_tar | power: copies -> mean gap / count | smallest SSIM gap | smallest count "
+             "| count p, one member | gap verdict possible | loss-MIA AUC | knowledge-only SSIM p median (aux draws) "
+             "| gap verdicts / count badges (knowledge-only) | CPU s |", "|" + "---|" * 12]
+    for tid in sorted(data):
+        c = data[tid]
+        v, b, k = c["verdict"], c["membership_baseline"], c["knowledge_only"]
+        power = ", ".join(f"{r['copies']}: {r['mean_gap']:.2f} / {r['count']:.2f}" for r in c["power"])
+        draws = k.get("aux draw", {})
+        med = draws.get("ssim_p", {}).get("median")
+        verdicts = sum(x["gap_verdicts"] for x in k.values())
+        badges = sum(x["count_badges"] for x in k.values())
+        sets = sum(x["sets"] for x in k.values())
+        lines.append(f"| {tid} | {c['cell']} | {c['d_tar']} | {power} ({c['replicates']} replicates) | "
+                     f"{c['smallest_ssim_gap']:.4f} | {v['smallest_detectable_count']} | {v['count_p_one_member']:.2g} | "
+                     f"{'yes' if v['gap_verdict_possible'] else 'no (min p %.2g)' % v['gap_min_p']} | "
+                     f"{b['loss_mia_auc']:.3f} | {med if med is None else round(med, 3)} ({c['draws']} draws) | "
+                     f"{verdicts} / {badges} of {sets} | {c['cpu_seconds']} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str]) -> int:
+    if "--table" in argv:
+        print(table())
+        return 0
     quick = "--quick" in argv
     wanted = [a for a in argv if not a.startswith("--")]
     tracks = [get_track(t) for t in wanted] if wanted else \
