@@ -107,22 +107,16 @@ def mse_matrix(rec: np.ndarray, pool: np.ndarray) -> np.ndarray:
 
 def image_extraction(rec: np.ndarray, rec_y: np.ndarray, tar: np.ndarray, tar_y: np.ndarray, hold: np.ndarray,
                      hold_y: np.ndarray, threshold: float, rate: float) -> Extraction:
-    """The count for uint8 images: per class, the pool is its targets then its holdout (as the gap's)."""
-    from .leakage import class_pools
-
+    """The count for uint8 images: per class, the pool is its targets then its holdout (as the gap's).
+    A class no reconstruction is labelled with still counts its members in n (none can be extracted)."""
     rec_y, tar_y, hold_y = (np.asarray(y, dtype=np.int64) for y in (rec_y, tar_y, hold_y))
     groups = []
-    for c, r, t, h in class_pools(rec_y, tar_y, hold_y):
+    for c in np.unique(tar_y):
+        r, t, h = (np.flatnonzero(y == c) for y in (rec_y, tar_y, hold_y))
         pool = np.concatenate([tar[t], hold[h]])
         members = np.r_[np.ones(len(t), bool), np.zeros(len(h), bool)]
         groups.append(ExtractionGroup.from_distances(str(c), mse_matrix(rec[r], pool), members))
     return extraction_count(groups, threshold, rate)
-
-
-def track_calibration(track) -> dict | None:
-    """The registry's calibration of the track ({threshold, pair_rate, ...}), or None."""
-    recorded = getattr(track, "extraction", None)
-    return recorded.model_dump() if recorded is not None else None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -127,13 +127,17 @@ def _non_member_note(ctx: Context) -> str:
 def non_members(ctx: Context, targets: torch.Tensor) -> None:
     """Refuse copies of non-members (submissions/publiccopy.py): a reconstruction within the track's
     extraction threshold of a public image of the whole dataset, and of none of its own targets."""
-    from reconbench.image.track_files import public_dataset
+    from reconbench.image.data.fashion import FashionMNISTMissing
     from reconbench.submissions.publiccopy import non_member_copies, public_index
 
     cal = getattr(ctx.track, "extraction", None)
     if cal is None:
         return
-    index = public_index(ctx.track)
+    try:
+        index = public_index(ctx.track)
+    except (TrackError, HubError, FileFormatError, ImportError, OSError, RuntimeError, FashionMNISTMissing) as exc:
+        raise CheckFailed(f"cannot load the public {ctx.track.dataset} dataset to search for copies of non-members: "
+                          f"{exc}") from None
     members = (targets * 255.0).round().to(torch.uint8).numpy().reshape((-1,) + tuple(ctx.images.shape[1:]))
     found = non_member_copies(ctx.images, members, index, cal.threshold)
     if not found:
