@@ -125,3 +125,10 @@ def test_calibration_counts_pairs_exactly():
     assert got["pairs"] == 4 * 3  # class 0: four distinct images; class 1: one (no pair)
     assert got["pairs_within"] == 2  # 0-1 and 1-0
     assert got["pair_rate"] == pytest.approx(3 / 13)
+
+
+def test_members_of_a_class_without_reconstructions_count_in_n():
+    track, s, rec, rec_y, which = _one_member_among_aux("fashion-n100")
+    keep = rec_y == rec_y[0]  # only the copied member's class
+    got = _count(track, s, rec[keep], rec_y[keep])
+    assert got.members == 1 and got.n_members == len(s.target) and got.n_holdout == len(s.holdout)

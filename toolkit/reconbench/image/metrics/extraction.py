@@ -41,7 +41,8 @@ def dataset_sha256(images: np.ndarray, labels: np.ndarray) -> str:
 
 
 def _flat(images: np.ndarray) -> torch.Tensor:
-    return torch.from_numpy(np.ascontiguousarray(images).reshape(len(images), -1)).to(torch.float64)
+    flat = np.ascontiguousarray(images).reshape(len(images), int(np.prod(images.shape[1:])))
+    return torch.from_numpy(flat).to(torch.float64)
 
 
 def _class_neighbours(x: torch.Tensor) -> torch.Tensor:
