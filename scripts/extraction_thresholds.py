@@ -44,9 +44,33 @@ def main(argv: list[str]) -> int:
             cal["threshold"] = cal["threshold"] * cal.pop("dim") / dim
             row["extraction"] = cal | {"dataset_sha256": dataset_sha256(images, labels)}
             print(f"{row['id']}: threshold {cal['threshold']:.6g}, pair rate {cal['pair_rate']:.3g}", flush=True)
+        text = path.read_text(encoding="utf-8")
+        if text != json.dumps(json.loads(text), indent=2) + "\n":  # hand-formatted (tracks.json): keep its layout
+            for row in data["tracks"]:
+                if "extraction" in row:
+                    text = with_key(text, row["id"], "extraction", row["extraction"])
+            assert json.loads(text) == data, f"{path}: the edited text does not parse to the registry written"
+        else:
+            text = json.dumps(data, indent=2) + "\n"
         with atomic_path(path) as tmp:
-            tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+            tmp.write_text(text, encoding="utf-8")
     return 0
+
+
+def with_key(text: str, track_id: str, key: str, value: dict) -> str:
+    """`text` with `key` set to `value` (one line) as the last key of the track object of `track_id`, the
+    rest of the file byte for byte: a track object is the lines from its "id" to its closing "    }"."""
+    lines = text.split("\n")
+    start = next(i for i, line in enumerate(lines) if line.strip().startswith(f'"id": {json.dumps(track_id)}'))
+    end = next(i for i in range(start, len(lines)) if lines[i].rstrip(",") == "    }")
+    entry = f"      {json.dumps(key)}: {json.dumps(value)}"
+    old = next((i for i in range(start, end) if lines[i].startswith(f"      {json.dumps(key)}:")), None)
+    if old is not None:
+        lines[old] = entry + ("," if lines[old].endswith(",") else "")
+    else:
+        lines[end - 1] += ","
+        lines.insert(end, entry)
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
