@@ -98,6 +98,7 @@ class Gap:
     per_group: dict[str, float] = field(default_factory=dict)  # each group's share of the gap (its mean difference)
     best_target: np.ndarray | None = field(default=None, repr=False)  # per reconstruction, for plots
     best_holdout: np.ndarray | None = field(default=None, repr=False)
+    p_initial: float | None = None  # p from the first B permutations, before refinement (what results signed before it claim)
 
     @property
     def leaks(self) -> bool:
@@ -147,6 +148,7 @@ def membership_gap(groups: list[Group], larger_is_better: bool, n_total: int | N
     rng = np.random.default_rng(seed)
     null = _null(groups, sign, rng, permutations) / n_total
     reached = _reached(null, gap)
+    p_initial = (1 + reached) / (1 + len(null))
     # refine near the verdict's thresholds: more permutations from the same stream (the first B are unchanged)
     # (none reached: the bound 1/(B+1) already sits below every ALPHA / k, nothing to refine)
     while len(null) < MAX_PERMUTATIONS and reached and near_threshold((1 + reached) / (1 + len(null)), len(null)):
@@ -161,7 +163,7 @@ def membership_gap(groups: list[Group], larger_is_better: bool, n_total: int | N
     q_low, q_high = np.quantile(null, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
     return Gap(vs_target=vs_target, vs_holdout=vs_holdout, gap=gap, low=float(gap - q_high), high=float(gap - q_low),
                p=float(p), p_method=method, permutations=len(null), per_group=per_group,
-               best_target=best_t, best_holdout=best_h)
+               best_target=best_t, best_holdout=best_h, p_initial=float(p_initial))
 
 
 BOUND = "bound: no permutation reached the gap, p <= 1/(B+1)"

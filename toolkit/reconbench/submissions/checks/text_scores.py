@@ -41,7 +41,7 @@ def rescore(ctx: Context) -> list[Check]:
     got = text_membership(ctx.track, ctx.texts, ctx.target_texts, ctx.result.payload.role, device=ctx.device)
     if got is not None:
         info, ctx.gaps = got
-        checks += membership_checks(ctx, info.holdout_sha256, info.metrics, n)
+        checks += membership_checks(ctx, info.holdout_sha256, info.metrics, n, ctx.gaps)
         checks += extraction_check(ctx, info.extraction)
     ctx.unverified = [k for k, a in report.items() if a.status != "computed" and k in claimed and claimed[k].status == "computed"]
     ctx.rescored = all(c.status != "fail" for c in checks) and not ctx.unverified
