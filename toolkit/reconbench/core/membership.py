@@ -160,7 +160,8 @@ def membership_gap(groups: list[Group], larger_is_better: bool, n_total: int | N
     p = (1 + reached) / (1 + len(null))
     method = BOUND if not reached else "permutation" if len(null) == permutations else \
         f"permutation, refined to {len(null)} near the verdict's level"
-    q_low, q_high = np.quantile(null, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
+    # the interval from the first B permutations: refinement sharpens p near a threshold, not the interval
+    q_low, q_high = np.quantile(null[:permutations], [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
     return Gap(vs_target=vs_target, vs_holdout=vs_holdout, gap=gap, low=float(gap - q_high), high=float(gap - q_low),
                p=float(p), p_method=method, permutations=len(null), per_group=per_group,
                best_target=best_t, best_holdout=best_h, p_initial=float(p_initial))
