@@ -5,8 +5,9 @@
 
 One row per entry and metric: the metric against the target set, against the holdout, the gap
 (positive = closer to the members), its 95% interval, p (one-sided), and the entry's verdict (the
-board's badge: "recovers training data (p < 0.01)" when the smallest p of its metrics, Bonferroni
-over them, is below 0.01). Every number comes from validate_board (re-scoring on), never from a claim.
+board's badge: "membership signal (p < 0.01)" when the smallest p of its metrics, Bonferroni over
+them, is below 0.01), and the entry's extraction count ("extracts k of n members (holdout: j), p",
+core/extraction.py). Every number comes from validate_board (re-scoring on), never from a claim.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ def verdict(membership: dict) -> str:
     ps = [g.p for g in membership.values() if g.status == "computed" and g.p is not None]
     if not ps:
         return "no gap"
-    return "recovers training data (p < 0.01)" if entry_leaks(ps) else "no measurable leakage"
+    return "membership signal (p < 0.01)" if entry_leaks(ps) else "no measurable leakage"
 
 
 def rows(root: Path, metrics: tuple[str, ...]) -> list[list[str]]:
@@ -35,12 +36,13 @@ def rows(root: Path, metrics: tuple[str, ...]) -> list[list[str]]:
         if not r.is_entry or not r.membership:
             continue
         badge = verdict(r.membership)
+        count = r.extraction.sentence() if getattr(r, "extraction", None) is not None else "no count"
         for name in metrics:
             g = r.membership.get(name)
             if g is None or g.status != "computed":
                 continue
             out.append([r.entry_id, r.trust, name, f"{g.vs_target:.4g}", f"{g.vs_holdout:.4g}", f"{g.gap:+.4g}",
-                        f"[{g.low:+.4g}, {g.high:+.4g}]", f"{g.p:.3g}", badge])
+                        f"[{g.low:+.4g}, {g.high:+.4g}]", f"{g.p:.3g}", badge, count])
     return out
 
 
@@ -49,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=Path("submissions"))
     parser.add_argument("--metrics", nargs="+", default=list(SHOWN))
     args = parser.parse_args(argv)
-    head = ["entry", "trust", "metric", "vs target", "vs holdout", "gap", "95% interval", "p", "verdict"]
+    head = ["entry", "trust", "metric", "vs target", "vs holdout", "gap", "95% interval", "p", "verdict", "extraction count"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for row in rows(args.root, tuple(args.metrics)):

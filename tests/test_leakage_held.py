@@ -7,6 +7,8 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass, field
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -96,10 +98,12 @@ class _Report:
     held_reason: str | None = None
     is_entry: bool = True
     result: object = field(default=None)
+    team: str = "a-team"
+    scenario: str = "static/white-box/none"
 
     def __post_init__(self):
-        track = self.track
-        self.result = type("R", (), {"payload": type("P", (), {"track": track})()})()
+        track, scenario = self.track, self.scenario
+        self.result = type("R", (), {"payload": type("P", (), {"track": track, "scenario": scenario})()})()
 
 
 def test_the_held_rule_holds_the_extraordinary_and_spares_the_reproduced(digits, honest, tmp_path):
@@ -115,10 +119,48 @@ def test_the_held_rule_holds_the_extraordinary_and_spares_the_reproduced(digits,
     assert by_id["flipped"].trust == "held"
     assert by_id["flipped"].held_reason.startswith("extraordinary leakage:") and "'digits'" in by_id["flipped"].held_reason
     assert by_id["flipped-reproduced"].trust == "reproduced"  # reproduction lifts it; another track's reference
-    # once a reproduced entry of the track has shown such a gap, the same gap is no longer extraordinary
-    again = [_Report("flipped-reproduced", "reproduced", dict(flipped)), _Report("flipped", "re-scored", dict(flipped))]
+    # once another team's reproduced entry of the cell has shown such a gap, the same gap is no longer extraordinary
+    again = [_Report("flipped-reproduced", "reproduced", dict(flipped), team="b-team"),
+             _Report("flipped", "re-scored", dict(flipped))]
     hold_extraordinary(again, tmp_path)
     assert again[1].trust == "re-scored"
+
+
+def test_a_reproduced_entry_lifts_neither_its_own_team_nor_another_cell(digits, honest, tmp_path):
+    """issue 33: a forger's reproduced exact copy must not clear the way for the same team's blurred copy,
+    and a reproduced entry of another scenario of the track says nothing about this one."""
+    track, splits, holdout = digits
+    blurred = _membership(track, TRANSFORMS["blurred"](splits.target.images), splits.target.labels, splits.target, holdout)
+    twin = _Report("twin", "reproduced", dict(blurred), team="forger")
+    mine = _Report("blurred", "re-scored", dict(blurred), team="forger")
+    other_cell = _Report("elsewhere", "reproduced", dict(blurred), team="b-team", scenario="static/black-box/none")
+    theirs = _Report("theirs", "re-scored", dict(blurred), team="c-team")
+    hold_extraordinary([twin, mine, other_cell, theirs], tmp_path)
+    assert mine.trust == "held" and "other team" in mine.held_reason
+    assert theirs.trust == "re-scored"  # the forger's reproduced twin is another team's reference for c-team
+    lone = _Report("lone", "re-scored", dict(blurred), team="c-team")
+    hold_extraordinary([other_cell, lone], tmp_path)
+    assert lone.trust == "held"  # the reproduced entry sits in another cell
+
+
+def test_a_record_file_that_does_not_verify_lifts_nothing(digits, honest, tmp_path):
+    """An unsigned or forged reproduction.json on the board is no reference (board_reproduced_gaps)."""
+    import json
+    import shutil
+
+    from reconbench.submissions.leakage import board_reproduced_gaps
+
+    examples = Path(__file__).resolve().parents[1] / "submissions" / "reconbench-baselines"
+    src = next(p for p in sorted(examples.iterdir()) if (p / "reproduction.json").is_file() and p.name.startswith("fashion-n100-deepdream"))
+    entry = tmp_path / "reconbench-baselines" / src.name
+    shutil.copytree(src, entry)
+    assert board_reproduced_gaps(tmp_path, set()) != {}  # the genuine record verifies (a listed reproducer)
+    shutil.copytree(src, tmp_path / "forger" / src.name)  # the same record under another team: not its entry
+    assert len(sum(board_reproduced_gaps(tmp_path, set()).values(), [])) == 1
+    record = json.loads((entry / "reproduction.json").read_text())
+    record["signature"]["value"] = "A" * len(record["signature"]["value"])
+    (entry / "reproduction.json").write_text(json.dumps(record))
+    assert board_reproduced_gaps(tmp_path, set()) == {}
 
 
 def test_a_null_gap_that_misses_0_by_chance_is_not_held(tmp_path):

@@ -88,3 +88,23 @@ def test_the_exports_carry_gap_interval_p_and_the_holdout_hash(bundle):
     assert {"gap_ssim", "gap_ssim_low", "gap_ssim_high", "gap_ssim_p", "holdout_sha256", "verdict"} <= set(header)
     refs = doc["references"]["digits"]
     assert all("membership" in r for r in refs)
+
+
+def test_the_board_shows_its_calibration_and_the_extraction_count(bundle):
+    """issue 33: the count beside the mean gap (its own column and badge), and the track's calibration
+    (data/calibration.json, benchmarks/calibrate_tracks.py) with what a verdict can mean there."""
+    from reconbench.leaderboard.calibration import track_calibration
+
+    html = _html(bundle, "leaderboards/digits.md")
+    heads = [h.strip() for h in re.findall(r"<th[^>]*>([^<]+)", html)]
+    assert "Extraction" in heads and heads.index("Leakage") < heads.index("Extraction")
+    assert re.search(r'<span class="rb-extraction"[^>]*>0 of 500 \(holdout: 0\), p ', html)
+    cal = track_calibration("digits")
+    assert "What a verdict can mean here" in html
+    assert ("barely separates its members" in html) == cal["membership_baseline"]["barely_separates"]
+    assert f'{cal["membership_baseline"]["loss_mia_auc"]:.3f}' in html
+    assert "compare gaps only between tracks of the same |D_tar|" in html
+    b, _ = bundle
+    page = next(k for k in b.files if k.startswith("entries/") and k.endswith("index.md"))
+    entry = _html(bundle, page)
+    assert "Extraction count" in entry and "extracts 0 of 500 members (holdout: 0)" in entry

@@ -144,17 +144,22 @@ def _pool():
     return public_pool(get_track("digits"))
 
 
-@pytest.mark.parametrize("perturb", [
-    lambda x, rng: np.clip(x.astype(int) + rng.integers(-20, 21, x.shape), 0, 255),
-    lambda x, rng: np.clip(x * 0.7 + 40, 0, 255),
-    lambda x, rng: np.roll(x, 1, axis=3),
+@pytest.mark.parametrize("perturb, refused", [
+    (lambda x, rng: np.clip(x.astype(int) + rng.integers(-20, 21, x.shape), 0, 255), True),
+    (lambda x, rng: np.clip(x * 0.7 + 40, 0, 255), False),
+    (lambda x, rng: np.roll(x, 1, axis=3), False),
 ], ids=["noise", "brightness-contrast", "one-pixel-shift"])
-def test_perturbed_public_images_are_held(board, perturb):
+def test_perturbed_public_images_are_held(board, perturb, refused):
     aux = digits_splits().aux_same  # not even the target split: the pool is the whole public dataset
     rng = np.random.default_rng(0)
     images = perturb(aux.images[:500], rng).astype(np.uint8)
     replace_images(board, images, aux.labels[:500])
-    assert board.only().trust == "held"
+    report = board.only()
+    if refused:  # noise of +-20 leaves some aux images within the extraction threshold: carried data (issue 33)
+        fail = failure(report)
+        assert fail.name == "copies" and "not members" in fail.message and "aux_same" in fail.message
+    else:
+        assert report.trust == "held"
 
 
 def test_honest_entry_is_not_held(board):

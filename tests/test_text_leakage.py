@@ -67,7 +67,7 @@ def test_exact_matrix_normalises_as_the_exact_match_metric():
 
 
 def test_the_targets_leak_and_aux_texts_do_not(lee):
-    """On 120 targets and 120 holdout texts: the targets themselves sit at the largest gap with p < 1e-6;
+    """On 120 targets and 120 holdout texts: the targets themselves sit at the largest gap, p at its bound;
     aux texts (the attacker's own public data, from other documents) show a gap whose interval holds 0."""
     from reconbench.text.metrics.leakage import text_gaps
 
@@ -76,6 +76,28 @@ def test_the_targets_leak_and_aux_texts_do_not(lee):
     aux = text_gaps(lee["aux"].texts[:120], targets, holdout)
     for name in ("bleu", "rouge_l", "similarity", "exact_match"):
         g, a = copied[name][0], aux[name][0]
-        assert g.vs_target == pytest.approx(1.0, abs=1e-6) and g.p < 1e-6 and g.low > 0, (name, g)
+        # no permutation reaches the copied targets' gap: p is reported as its bound 1/(B+1)
+        assert g.vs_target == pytest.approx(1.0, abs=1e-6) and g.p == pytest.approx(1 / 2001) and g.low > 0, (name, g)
+        assert "no permutation reached" in g.note
         assert a.low <= 0.0 <= a.high, (name, a.format())
         assert g.gap > a.high
+
+
+def test_the_text_count_finds_recovered_targets_and_moves_documents_whole(lee):
+    """issue 33, text: target sentences recovered verbatim or within the edit margin (a word changed)
+    count, aux sentences do not; the relabelling moves a document's sentences together."""
+    from reconbench.text.metrics.extraction import document_of, text_extraction
+
+    target, holdout, aux = lee["target"], lee["test"], lee["aux"]
+    t_texts, t_ids = target.texts[:120], target.ids[:120]
+    h_texts, h_ids = holdout.texts[:120], holdout.ids[:120]
+    words = t_texts[5].split()
+    edited = " ".join(words[:-1] + ["zebra"]) if len(words) > 12 else t_texts[5]
+    recs = aux.texts[:97] + [t_texts[0], t_texts[1].upper(), edited]
+    got = text_extraction(recs, t_texts, t_ids, h_texts, h_ids, margin=0.186, rate=1e-6)
+    assert got.members == 3 and got.holdout == 0 and got.extracted == {"all": [0, 1, 5]}
+    assert got.p < 0.01 and got.extracts
+    # the relabelling unit is the document of an id lee-DDD-SS (tests/test_extraction.py checks the unit rule)
+    assert document_of(t_ids[0]) == t_ids[0].split("-")[1] and document_of("no-doc") == "no-doc"
+    none = text_extraction(aux.texts[:100], t_texts, t_ids, h_texts, h_ids, margin=0.186, rate=1e-6)
+    assert none.members == 0 and none.holdout == 0 and not none.extracts

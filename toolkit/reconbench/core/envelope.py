@@ -13,10 +13,11 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_serializer, model_validator
 
 from reconbench.core.io import strict_json_loads
 from reconbench.core.report import GapResult
+from reconbench.core.extraction import ExtractionResult
 
 RESULT_FILE = "result.json"
 SCHEMA_VERSION = 1
@@ -146,12 +147,24 @@ class MembershipInfo(Strict):
     permutations: Annotated[int, Field(ge=1, le=1_000_000)]
     seed: int
     metrics: dict[Annotated[str, StringConstraints(max_length=80)], GapResult] = Field(max_length=64)
+    extraction: ExtractionResult | None = Field(
+        None, description="the extraction count (core/extraction.py): members within the track's extraction threshold "
+                          "of some reconstruction, against the holdout; absent from results written before it existed")
+
+    @model_serializer(mode="wrap")
+    def _without_absent_count(self, handler):
+        # a result signed before the count existed has no such key: its canonical form must not gain one
+        out = handler(self)
+        if out.get("extraction") is None:
+            out.pop("extraction", None)
+        return out
 
     @classmethod
-    def of(cls, holdout_sha256: str, gaps: dict[str, GapResult]) -> "MembershipInfo":
+    def of(cls, holdout_sha256: str, gaps: dict[str, GapResult], extraction: ExtractionResult | None = None) -> "MembershipInfo":
         from reconbench.core.membership import PERMUTATIONS, SEED
 
-        return cls(holdout_sha256=holdout_sha256, permutations=PERMUTATIONS, seed=SEED, metrics=dict(gaps))
+        return cls(holdout_sha256=holdout_sha256, permutations=PERMUTATIONS, seed=SEED, metrics=dict(gaps),
+                   extraction=extraction)
 
 
 class SealedInfo(Strict):

@@ -114,7 +114,9 @@ class GapResult(BaseModel):
 
 
 def _p_note(gap) -> str | None:
-    return None if gap.p_method == "permutation" else f"p: {gap.p_method} (no permutation of {gap.permutations} reached the gap)"
+    if gap.p_method.startswith("permutation"):
+        return None if gap.p_method == "permutation" else f"p: {gap.p_method}"
+    return f"p <= 1/(B+1) = {gap.p:.2g}: no permutation of {gap.permutations} reached the gap"
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,7 @@ class ScoreReport:
     provenance: dict[str, str] = field(default_factory=dict)  # weight digests and settings used
     membership: dict[str, GapResult] = field(default_factory=dict)  # metric -> its gap, when a holdout was given
     gaps: dict = field(default_factory=dict)  # metric -> membership.Gap (per-reconstruction best values, for plots)
+    extraction: object | None = None  # core.extraction.ExtractionResult, when a holdout and a calibration were given
 
     def to_dict(self) -> dict[str, dict]:
         """JSON-ready form of the metrics (matches are left out: they are per-sample data)."""

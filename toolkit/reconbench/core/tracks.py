@@ -60,6 +60,21 @@ class NearCopy(BaseModel):
     derivation: str
 
 
+class ExtractionCalibration(BaseModel):
+    """The extraction count's threshold and pair rate, calibrated on the track's whole public dataset
+    (reconbench.image.metrics.extraction; core/extraction.py uses them)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    threshold: float
+    quantile: float
+    pair_rate: float
+    pairs_within: int
+    pairs: int
+    dataset_sha256: str
+    derivation: str
+
+
 class EvaluationModel(BaseModel):
     """The track's evaluation classifier (acc_top1, acc_top5, knn_dist; metrics/classifier.py):
     another architecture than the target, trained on data of the same distribution."""
@@ -132,6 +147,8 @@ class Track(BaseModel):
     recipe: str | None = None
     near_copy: NearCopy | None = None
     seal: Seal | None = None
+    extraction: ExtractionCalibration | None = None
+
 
     evaluation_model: EvaluationModel | None = None
     retired_evaluation_models: list[EvaluationModel] = Field(

@@ -26,6 +26,7 @@ from reconbench.leaderboard.frame import (
     sort_board,
 )
 from reconbench.leaderboard.gallery import TargetSets, entry_gallery, near_copy_evidence
+from reconbench.leaderboard.calibration import track_calibration
 from reconbench.leaderboard.leakage import LEAK_LABELS
 from reconbench.leaderboard.pages import KNOWLEDGE
 from reconbench.leaderboard.reproduction import record_for as reproduction_record
@@ -109,7 +110,8 @@ class ImageBoard:
                        sealed=sealed_view(track, self.reports),
                        board_prefix=f"board-{track.id}", show_track=False, show_attack=True,
                        ranked_count=sum(t["ranked_count"] for t in tables), failed=failed,
-                       family=view["family"], memo_chart=view["memo_chart"], quality_chart=view["quality_chart"])
+                       family=view["family"], memo_chart=view["memo_chart"], quality_chart=view["quality_chart"],
+                       calibration=track_calibration(track.id))
         for key, members in families.items():  # nav: a family of several sizes is a sub-section
             links = [(t.id, f"leaderboards/{t.id}.md") for t in members if t.id not in planned_ids]
             if links:

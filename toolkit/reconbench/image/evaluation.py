@@ -309,7 +309,7 @@ def evaluate(
             sandbox=run.sandbox,
             limits=run.limits,
         ),
-        membership=None if holdout is None else MembershipInfo.of(holdout.sha256, report.membership),
+        membership=None if holdout is None else MembershipInfo.of(holdout.sha256, report.membership, report.extraction),
         sealed=None if track.seal is None else sealed_marker(track),
         surrogate=None if not stolen else SurrogateInfo(
             method=stolen[0].method, architecture=stolen[0].architecture, budget=stolen[0].budget, config=stolen[0].config,

@@ -130,3 +130,30 @@ def public_pool(track: Track) -> np.ndarray:
 
         images.append(open_public(track))
     return np.concatenate(images)
+
+
+def public_dataset(track: Track) -> tuple[np.ndarray, np.ndarray]:
+    """The whole public dataset the track's splits were drawn from (uint8 N x C x H x W in the track's
+    image format, and each image's class in that dataset): 1,797 digits, 70,000 Fashion-MNIST images
+    (train and test, every class, padded as the track's view pads). What the extraction threshold is
+    calibrated on and what the non-member copy check searches (submissions/checks/copies.py). A track
+    of another dataset gets its splits' pool (public_pool) with the splits' labels."""
+    import numpy as np
+
+    if track.dataset.startswith("sklearn-digits"):
+        from reconbench.image.data.digits import load_digits_arrays
+
+        full = load_digits_arrays()
+        return full.images, full.labels
+    if track.dataset.startswith("fashion-mnist"):
+        from reconbench.image.data.fashion import fashion_mnist
+        from reconbench.image.data.fashion_splits import _view
+
+        view, data = _view(track.dataset), fashion_mnist()
+        images = np.concatenate([data["train"].images, data["test"].images])
+        if view.pad:
+            images = np.pad(images, ((0, 0), (0, 0), (view.pad, view.pad), (view.pad, view.pad)))
+        return np.ascontiguousarray(images), np.concatenate([data["train"].labels, data["test"].labels])
+    splits = load_splits(track)
+    parts = [p for p in (splits.target, splits.update, splits.aux_same, splits.test, splits.holdout) if p is not None]
+    return np.concatenate([p.images for p in parts]), np.concatenate([p.labels for p in parts])

@@ -21,18 +21,20 @@ from reconbench.core.membership import ALPHA, entry_leaks
 
 GAP_METRICS = ("fid", "ssim", "psnr", "mse", "lpips", "knn_dist", "bleu", "rouge_l", "similarity", "exact_match")
 GAP_FIELDS = ("", "_low", "_high", "_p", "_vs_target", "_vs_holdout")
+EXTRACTION_COLUMNS = ["extracts", "extracted", "extracted_of", "extracted_holdout", "extraction_p", "extraction"]
 COLUMNS = [f"gap_{m}{f}" for m in GAP_METRICS for f in GAP_FIELDS] + [f"lift_{m}" for m in GAP_METRICS] + [
-    "leaks", "verdict", "holdout_sha256", "membership"]
+    "leaks", "verdict", "holdout_sha256", "membership"] + EXTRACTION_COLUMNS
 LEAK_LABELS = {"knn_dist": "KNN distance", "acc_top1": "Acc@1", "acc_top5": "Acc@5"}
 # The one significance rule of the boards and the findings page (each page states it)
 SIGNIFICANCE_RULE = (f"an entry leaks when the smallest p of its metrics' membership gaps, times their number "
                      f"(Bonferroni over the metrics of one entry), is below {ALPHA:g} and that gap is positive "
                      "(reconbench.core.membership.entry_leaks)")
-LEAKS = f"recovers training data (p < {ALPHA:g})"
+LEAKS = f"membership signal (p < {ALPHA:g})"
 NO_LEAK = "no measurable leakage"
 VERDICT_TEXT = {
-    LEAKS: "closer to the training set than to the holdout: the smallest p of its metrics' gaps, times their "
-           f"number (Bonferroni), is below {ALPHA:g}",
+    LEAKS: "on average closer to the training set than to the holdout: the smallest p of its metrics' mean gaps, "
+           f"times their number (Bonferroni), is below {ALPHA:g}. A signal about the members as a whole (an overfit "
+           "model's class statistics show it too), not a recovered sample: see the extraction count",
     NO_LEAK: "its reconstructions are no closer to the training set than to images (texts) the model never saw",
 }
 
@@ -65,9 +67,34 @@ def fill_row(row: dict, report, payload, pinned_holdout) -> None:
     claimed = getattr(payload, "membership", None)
     row["holdout_sha256"] = claimed.holdout_sha256 if claimed is not None else pinned_holdout(payload)
     row["membership"] = json.dumps({m: g.model_dump(mode="json") for m, g in membership.items()}, sort_keys=True)
+    fill_extraction(row, getattr(report, "extraction", None))
+
+
+EXTRACTS_TEXT = ("members that some reconstruction comes closer to than natural images of their class come to each "
+                 "other (the track's extraction threshold, calibrated on the public dataset), against the holdout "
+                 f"items that close; the badge when more members than holdout items are and p < {ALPHA:g} "
+                 "(methodology: the extraction count)")
+
+
+def fill_extraction(row: dict, extraction) -> None:
+    """The count's columns (core/extraction.py), from the count validate recomputed."""
+    if extraction is None:
+        return
+    row.update(extracts=bool(extraction.extracts), extracted=extraction.members, extracted_of=extraction.n_members,
+               extracted_holdout=extraction.holdout, extraction_p=extraction.p,
+               extraction=json.dumps(extraction.model_dump(mode="json"), sort_keys=True))
+
+
+def extraction_badge(row) -> str | None:
+    """'extracts k members' where the count fires, else None."""
+    return f"extracts {int(row['extracted'])} member{'s' if int(row['extracted']) != 1 else ''}" \
+        if row.get("extracts") is True else None
 
 
 def typed(frame: pd.DataFrame) -> pd.DataFrame:
+    for col in ("extracted", "extracted_of", "extracted_holdout", "extraction_p"):
+        if col in frame:
+            frame[col] = frame[col].astype(float)
     for m in GAP_METRICS:
         for f in GAP_FIELDS:
             frame[f"gap_{m}{f}"] = frame[f"gap_{m}{f}"].astype(float)

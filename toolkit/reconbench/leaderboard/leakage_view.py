@@ -25,6 +25,7 @@ def entry_view(report, row: dict, labels: dict[str, str]) -> dict | None:
     table = [dict(key=k, values={m: dict(classes[m]).get(k) for m in class_metrics}) for k in keys]
     return dict(
         gaps=gaps, verdict=row.get("verdict"), leaks=row.get("leaks"), holdout=row.get("holdout_sha256"),
+        extraction=getattr(report, "extraction", None),
         per_class=table, class_metrics=class_metrics, metric=metric,
         chart=chart_html(go.Figure(figure) if figure else None, f"leak-{row.get('entry_id', '')}",
                          empty="The per-reconstruction best matches are not available in this build (built without "

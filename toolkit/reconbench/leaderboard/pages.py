@@ -229,9 +229,11 @@ def make_env() -> Environment:
 
     env.filters.update(visible=visible)  # contributor text in text tables: controls and bidi shown, capped
     # The text metrics join the lookups the shared macros use (board columns, ↑/↓); image pages never list them.
-    from reconbench.leaderboard.leakage import LEAK_LABELS, SIGNIFICANCE_RULE, VERDICT_TEXT, gap_metrics, lift_metric
+    from reconbench.leaderboard.leakage import (EXTRACTS_TEXT, LEAK_LABELS, SIGNIFICANCE_RULE, VERDICT_TEXT,
+                                                extraction_badge, gap_metrics, lift_metric)
 
-    env.globals.update(VERDICT_TEXT=VERDICT_TEXT, SIGNIFICANCE_RULE=SIGNIFICANCE_RULE)
+    env.globals.update(VERDICT_TEXT=VERDICT_TEXT, SIGNIFICANCE_RULE=SIGNIFICANCE_RULE, EXTRACTS_TEXT=EXTRACTS_TEXT,
+                       extraction_badge=extraction_badge)
     env.filters.update(gap_metrics=gap_metrics, lift_metric=lift_metric)
     env.globals.update(METRICS={**METRICS, **TEXT_INFO}, LABELS={**LEAK_LABELS, **LABELS, **TEXT_LABELS}, BOARD_METRICS=BOARD_METRICS,
                        KNOWLEDGE=KNOWLEDGE,

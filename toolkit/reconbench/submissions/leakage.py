@@ -5,7 +5,7 @@ word changed) sits far closer to the targets than to the holdout, and the copy c
 is near a public item. So: an entry whose gap on a metric lies beyond what any *reproduced* entry of
 its track has shown is held (listed, not ranked) until it is reproduced itself.
 
-    held  <=>  for some metric:  low(metric) > max(0, max gap(metric) of the track's reproduced entries)
+    held  <=>  for some metric:  low(metric) > max(0, max gap(metric) of the cell's reproduced entries of other teams)
                                   and  p(metric) * k < 0.01  (k: the entry's gaps tested, mirrored ones included)
 
 and the same for the reconstructions mirrored left-right (MSE and SSIM; checks/rescore.py computes
@@ -18,10 +18,19 @@ reference by noise is not held). The second condition is the board's own verdict
 Bonferroni over the entry's gaps at 0.01): an entry the board does not call leaking is not extraordinary.
 Without it each of an entry's six 95% intervals (four metrics, two mirrored) may miss 0 by chance, and
 on a board with no reproduced entry to raise the reference, uniform noise was held (SSIM gap +0.010,
-interval from +0.0016, p 0.010; test_site_hostile's noise entries). The
-reference is per metric and per track: the recomputed gaps of the reproduced entries validated in
-the same run, and the signed (CI-verified when they were merged) gaps of reproduced entries on the
-board that this run did not validate. A reproduced entry is never held: reproduction is what lifts it.
+interval from +0.0016, p 0.010; test_site_hostile's noise entries).
+
+The reference cannot be poisoned (issue 33: a forger's reproduced exact copy lifted the same team's
+blurred and noised copies to #2 and #3):
+- only an entry whose reproduction record lifts it counts: signed by a key the maintainers list,
+  for this very payload, verdict reproduced, its numbers accepted by the comparison
+  (checks/reproduction.record_accepted); a record file merely present counts for nothing;
+- the reference is per cell (track and scenario), not per track;
+- an entry's own team never lifts its other entries: the reference of an entry is the largest gap
+  of a reproduced entry of its cell by another team.
+The gaps are the recomputed ones of reproduced entries validated in the same run, and the signed
+gaps of accepted reproduced entries this run did not validate. A reproduced entry is never held:
+reproduction is what lifts it.
 """
 
 from __future__ import annotations
@@ -37,40 +46,62 @@ def _track(report) -> str | None:
     return report.result.payload.track if report.result is not None else None
 
 
-def board_reproduced_gaps(root: Path, skip: set[str]) -> dict[str, dict[str, float]]:
-    """track -> metric -> largest signed gap among entries under `root` that carry a reproduction
-    record (entries in `skip`, validated in this run, are taken from their reports instead)."""
-    from reconbench.reproduction.record import RECORD_FILE
+def _cell(payload) -> tuple[str | None, str]:
+    """The board's cell: track and scenario (a reproduced entry of another scenario says nothing here)."""
+    return getattr(payload, "track", None), getattr(payload, "scenario", "")
+
+
+Reference = dict[tuple[str | None, str], list[tuple[str, dict[str, float]]]]  # cell -> [(team, metric -> gap)]
+
+
+def board_reproduced_gaps(root: Path, skip: set[str]) -> Reference:
+    """cell -> (team, metric -> signed gap) of each entry under `root` whose reproduction record lifts
+    it (checks/reproduction.record_accepted: a listed reproducer's signature, this payload, numbers
+    accepted); entries in `skip`, validated in this run, are taken from their reports instead. A record
+    that is merely present, forged, for another payload or contradicted by its numbers counts for nothing."""
     from reconbench.core.envelope import RESULT_FILE, ResultError
+    from reconbench.reproduction.record import RECORD_FILE
+    from reconbench.submissions.checks.reproduction import record_accepted
     from reconbench.text.results import parse_any_result
 
-    out: dict[str, dict[str, float]] = {}
+    out: Reference = {}
     for record in sorted(Path(root).glob(f"*/*/{RECORD_FILE}")):
         if record.parent.name in skip:
             continue
         try:
-            payload = parse_any_result(record.parent / RESULT_FILE).payload
+            result = parse_any_result(record.parent / RESULT_FILE)
         except (ResultError, OSError):
             continue
-        if payload.membership is None:
+        if result.payload.membership is None or not record_accepted(record.parent, result, record.parent.parent.name):
             continue
-        _merge(out.setdefault(payload.track, {}), payload.membership.metrics)
+        out.setdefault(_cell(result.payload), []).append((record.parent.parent.name, _gaps(result.payload.membership.metrics)))
     return out
 
 
-def _merge(into: dict[str, float], gaps: dict) -> None:
-    for name, g in gaps.items():
-        if name in GAP_METRICS and g.status == "computed":
-            into[name] = max(into.get(name, g.gap), g.gap)
+def _gaps(gaps: dict) -> dict[str, float]:
+    return {name: g.gap for name, g in gaps.items() if name in GAP_METRICS and g.status == "computed"}
 
 
-def reproduced_gaps(reports, root: Path) -> dict[str, dict[str, float]]:
+def reproduced_gaps(reports, root: Path) -> Reference:
     validated = {r.entry_id for r in reports if r.is_entry}
-    maxima = board_reproduced_gaps(root, validated)
+    cells = board_reproduced_gaps(root, validated)
     for r in reports:
         if r.is_entry and r.trust == "reproduced" and r.membership:
-            _merge(maxima.setdefault(_track(r), {}), r.membership)
-    return maxima
+            cells.setdefault(_cell(r.result.payload), []).append((getattr(r, "team", ""), _gaps(r.membership)))
+    return cells
+
+
+def reference_for(report, cells: Reference) -> dict[str, float]:
+    """metric -> the largest gap of a reproduced entry of the report's cell by ANOTHER team: a team's
+    own reproduced entry never lifts its other entries (a reproduced twin would otherwise clear the
+    way for its blurred and noised copies)."""
+    out: dict[str, float] = {}
+    for team, gaps in cells.get(_cell(report.result.payload), []):
+        if team == getattr(report, "team", ""):
+            continue
+        for name, gap in gaps.items():
+            out[name] = max(out.get(name, gap), gap)
+    return out
 
 
 def tested(membership: dict) -> int:
@@ -96,11 +127,11 @@ def beyond(membership: dict, reference: dict[str, float], tests: int | None = No
 
 def hold_extraordinary(reports, root: Path) -> None:
     """Set trust "held" (with the reason) on ranked entries whose gap is beyond their track's reproduced ones."""
-    maxima = reproduced_gaps(reports, root)
+    cells = reproduced_gaps(reports, root)
     for r in reports:
         if not r.is_entry or r.trust not in ("re-scored", "signed") or not r.membership:
             continue
-        reference = maxima.get(_track(r), {})
+        reference = reference_for(r, cells)
         mirrored = getattr(r, "mirrored", {}) or {}
         k = tested(r.membership) + tested(mirrored)
         over = [(name, g, ref, "") for name, g, ref in beyond(r.membership, reference, k)]
@@ -110,5 +141,6 @@ def hold_extraordinary(reports, root: Path) -> None:
         parts = [f"{name} gap{how} {g.gap:+.4g} (95% interval from {g.low:+.4g}, p {g.p:.2g} of {k} tested) beyond {ref:+.4g}"
                  for name, g, ref, how in over]
         r.trust = "held"
-        r.held_reason = (f"extraordinary leakage: {'; '.join(parts)}, the largest gap any reproduced entry of track "
-                         f"'{_track(r)}' has shown (0 where none is larger); not ranked until reproduced")
+        r.held_reason = (f"extraordinary leakage: {'; '.join(parts)}, the largest gap any other team's reproduced entry "
+                         f"of track '{_track(r)}' ({_cell(r.result.payload)[1] or 'its scenario'}) has shown (0 where "
+                         "none is larger); not ranked until reproduced")

@@ -39,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
+from reconbench.core.extraction import ExtractionResult
 from reconbench.core.membership import Gap
 from reconbench.core.report import GapResult
 from reconbench.modalities import for_result
@@ -105,6 +106,7 @@ class EntryReport:
     mirrored: dict = field(default_factory=dict)  # metric -> GapResult of the mirrored reconstructions (held rule)
     from_cache: bool = False  # the costly stages' outcome came from the validation cache (nothing re-scored)
     sealed: dict | None = None  # a sealed track's record (checks/sealed.py): the gap scored with the board's key
+    extraction: object | None = None  # core.extraction.ExtractionResult re-scored (the count beside the gap)
 
     @property
     def failed(self) -> bool:
@@ -171,6 +173,7 @@ def _restore(ctx: Context, record: dict) -> list[Check]:
     ctx.membership = {n: GapResult.model_validate(g) for n, g in record["membership"].items()}
     ctx.mirrored = {n: GapResult.model_validate(g) for n, g in record["mirrored"].items()}
     ctx.gaps = {n: _gap_from(g) for n, g in record["gaps"].items()}
+    ctx.extraction = None if record.get("extraction") is None else ExtractionResult.model_validate(record["extraction"])
     return [Check(c["name"], c["status"], c["message"], tuple(c["details"])) for c in record["checks"]]
 
 
@@ -180,7 +183,8 @@ def _record(ctx: Context, checks: list[Check]) -> dict:
             "evidence": ctx.evidence,
             "membership": {n: g.model_dump(mode="json") for n, g in ctx.membership.items()},
             "mirrored": {n: g.model_dump(mode="json") for n, g in ctx.mirrored.items()},
-            "gaps": {n: _gap_to(g) for n, g in ctx.gaps.items()}}
+            "gaps": {n: _gap_to(g) for n, g in ctx.gaps.items()},
+            "extraction": None if ctx.extraction is None else ctx.extraction.model_dump(mode="json")}
 
 
 def _gap_to(gap: Gap) -> dict:
@@ -246,7 +250,8 @@ def run_checks(unit: Unit, root: Path, board: Board, *, rescore: bool = True, de
                        held_reason=ctx.held_reason if trust == "held" else None,
                        evidence=dict(ctx.evidence) if trust == "held" else {},
                        membership=dict(ctx.membership), gaps=dict(ctx.gaps), mirrored=dict(ctx.mirrored),
-                       from_cache=record is not None, sealed=ctx.sealed)
+                       from_cache=record is not None, sealed=ctx.sealed,
+                       extraction=ctx.extraction)
 
 
 def trusted_cache(cache, root: Path) -> ValidationCache | None:

@@ -80,9 +80,24 @@ def text_membership(track, recs, target: TextSet, role: str, *, device: str = "c
     holdout = load_text_holdout(track)
     skip = track.prompt_words if role == "generator" else 0
     texts = tuple(i.text for i in (recs.items if isinstance(recs, TextSet) else recs))
-    gaps = _text_gaps(*(tuple(without_prompt(t, skip) for t in side) for side in (texts, target.texts, holdout.texts)),
-                      str(device))
-    return MembershipInfo.of(holdout.sha256, {n: g for n, (g, _) in gaps.items()}), {n: raw for n, (_, raw) in gaps.items()}
+    sides = tuple(tuple(without_prompt(t, skip) for t in side) for side in (texts, target.texts, holdout.texts))
+    gaps = _text_gaps(*sides, str(device))
+    count = _text_count(track, *sides, tuple(target.ids), tuple(holdout.ids))
+    return (MembershipInfo.of(holdout.sha256, {n: g for n, (g, _) in gaps.items()}, count),
+            {n: raw for n, (_, raw) in gaps.items()})
+
+
+def _text_count(track, recs: tuple[str, ...], targets: tuple[str, ...], holdout: tuple[str, ...],
+                target_ids: tuple[str, ...], holdout_ids: tuple[str, ...]):
+    """The extraction count (text/metrics/extraction.py), without the prompt words as the gap."""
+    from reconbench.core.extraction import ExtractionResult
+    from reconbench.submissions.textcopy import track_edit_margin
+    from reconbench.text.metrics.extraction import public_pair_rate, text_extraction
+
+    margin = track_edit_margin(track)
+    rate = public_pair_rate(track.id, track.target_set_sha256, margin)
+    return ExtractionResult.of(text_extraction(list(recs), list(targets), list(target_ids), list(holdout),
+                                               list(holdout_ids), margin, rate))
 
 
 @lru_cache(maxsize=8)

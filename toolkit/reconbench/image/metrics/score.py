@@ -166,8 +166,18 @@ def score(
                                  lpips_kernel=lpips_kernel,
                                  evaluator=evaluator, inception=_fid_extractor(metrics, inception_extractor, weights_dir, device),
                                  cache_dir=cache_dir, **({} if permutations is None else {"permutations": permutations}))
+    extraction = None
+    calibration = getattr(track, "extraction", None)
+    if holdout_images is not None and calibration is not None:
+        from reconbench.core.extraction import ExtractionResult
+        from .extraction import image_extraction
+
+        extraction = ExtractionResult.of(image_extraction(
+            rec.numpy(), rec_y.numpy(), tar.numpy(), tar_y.numpy(), hold.numpy(), np.asarray(hold_y), calibration.threshold,
+            calibration.pair_rate))
     return ScoreReport(metrics=metrics, matches=matches, provenance=provenance,
-                       membership={n: g for n, (g, _) in gaps.items()}, gaps={n: raw for n, (_, raw) in gaps.items() if raw is not None})
+                       membership={n: g for n, (g, _) in gaps.items()}, gaps={n: raw for n, (_, raw) in gaps.items() if raw is not None},
+                       extraction=extraction)
 
 
 def _fid_extractor(metrics, given, weights_dir, device):

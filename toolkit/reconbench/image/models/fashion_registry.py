@@ -192,13 +192,16 @@ def write_registry(report: dict, path: Path | None = None, near_copy: bool = Tru
     from reconbench.core.io import atomic_path
 
     path = path or registry_file()
-    known = {}
+    known, extraction = {}, {}
     if path.is_file():  # thresholds already calibrated on the same pool are kept
-        known = {t["near_copy"]["pool_sha256"]: t["near_copy"] for t in json.loads(path.read_text())["tracks"]
-                 if t.get("near_copy")}
+        old = json.loads(path.read_text())["tracks"]
+        known = {t["near_copy"]["pool_sha256"]: t["near_copy"] for t in old if t.get("near_copy")}
+        # the extraction calibration (scripts/extraction_thresholds.py) depends on the dataset only
+        extraction = {t["id"]: t["extraction"] for t in old if t.get("extraction")}
     rows = [row(spec, report) for spec in ROWS
             if spec.planned_size or (spec.weights in report and EVALUATOR_OF[TARGETS[spec.weights].dataset] in report)]
     rows = [with_near_copy(r, known, calibrate_new=near_copy) for r in rows]
+    rows = [r | {"extraction": extraction[r["id"]]} if r["id"] in extraction else r for r in rows]
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps({"schema_version": 1, "tracks": rows}, indent=2) + "\n", encoding="utf-8")
 

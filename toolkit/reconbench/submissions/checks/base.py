@@ -87,6 +87,8 @@ class Context:
     seal_key: bytes | None = None  # the board's seal key (validate --seal-key): sealed tracks' numbers (checks/sealed.py)
     write_sealed: bool = False  # write a missing sealed.json (maintainers, with the key)
     sealed: dict | None = None  # a sealed entry's record: recomputed with the key, or as CI recorded it
+    extraction: object | None = None  # core.extraction.ExtractionResult recomputed (rescore)
+    public_copies: list = field(default_factory=list)  # (reconstruction, public image, MSE) within the extraction threshold
 
     @property
     def entry_dir(self) -> Path:

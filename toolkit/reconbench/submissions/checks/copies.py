@@ -78,6 +78,7 @@ def check(ctx: Context) -> list[Check]:
         targets = _targets_tensor(ctx)
     except (TrackError, HubError, FileFormatError, ImportError) as exc:
         return [Check("copies", "fail", f"cannot load the public data pool: {exc}")]
+    non_members(ctx, targets)
     rows, cols, mse = pool.pixel_pairs(ctx.images, COPY_MSE)
     best, where = np.full(len(ctx.images), np.inf), np.full(len(ctx.images), -1, dtype=np.int64)
     first = nearest_of_each(rows, cols, mse)  # each row's nearest pool image within the threshold
@@ -85,7 +86,8 @@ def check(ctx: Context) -> list[Check]:
     hits = np.flatnonzero(best <= COPY_MSE)
     if not hits.size:
         return [Check("copies", "pass", f"no reconstruction within per-pixel MSE {COPY_MSE:g} of the {len(pool)} "
-                                        f"public images (closest: {pool.closest_pixel(ctx.images):.2e})")]
+                                        f"public images (closest: {pool.closest_pixel(ctx.images):.2e}); "
+                                        f"{_non_member_note(ctx)}")]
     # Is each copied image one of the entry's own targets? (The same image may sit in two splits.)
     own_best, own_where = nearest_copies(ctx.images[hits], targets, ctx.device)
     own, other = hits[own_best <= COPY_MSE], hits[own_best > COPY_MSE]
@@ -100,3 +102,55 @@ def check(ctx: Context) -> list[Check]:
     return [Check("copies", "warn", f"{own.size} of {len(best)} reconstructions are exact copies of the entry's own "
                                     f"targets (per-pixel MSE <= {COPY_MSE:g}): indices {_shown(own)}; a perfect attack "
                                     "and a copy look alike, so the entry is held until it is reproduced", lines)]
+
+
+def _split_names(track) -> dict[bytes, str]:
+    """image bytes -> the track split holding it (the splits an attacker's view or the gap use)."""
+    key = (track.id, track.target_set_sha256, "names")
+    if key not in _POOLS:
+        splits = load_splits(track)
+        names: dict[bytes, str] = {}
+        for name in ("test", "aux_similar", "aux_same", "holdout", "update_holdout", "update", "target"):
+            part = getattr(splits, name)
+            for img in ([] if part is None else part.images):
+                names[img.tobytes()] = name
+        _POOLS[key] = names
+    return _POOLS[key]
+
+
+def _non_member_note(ctx: Context) -> str:
+    cal = getattr(ctx.track, "extraction", None)
+    if cal is None:
+        return "the track has no extraction threshold: copies of non-members within it not searched"
+    return f"none within the extraction threshold (per-pixel MSE {cal.threshold:.3g}) of a public non-member image"
+
+
+def non_members(ctx: Context, targets: torch.Tensor) -> None:
+    """Refuse copies of non-members (submissions/publiccopy.py): a reconstruction within the track's
+    extraction threshold of a public image of the whole dataset, and of none of its own targets."""
+    from reconbench.image.data.fashion import FashionMNISTMissing
+    from reconbench.submissions.publiccopy import non_member_copies, public_index
+
+    cal = getattr(ctx.track, "extraction", None)
+    if cal is None:
+        return
+    try:
+        index = public_index(ctx.track)
+    except (TrackError, HubError, FileFormatError, ImportError, OSError, RuntimeError, FashionMNISTMissing) as exc:
+        raise CheckFailed(f"cannot load the public {ctx.track.dataset} dataset to search for copies of non-members: "
+                          f"{exc}") from None
+    members = (targets * 255.0).round().to(torch.uint8).numpy().reshape((-1,) + tuple(ctx.images.shape[1:]))
+    found = non_member_copies(ctx.images, members, index, cal.threshold)
+    if not found:
+        return
+    names = _split_names(ctx.track)
+    images = index.pixels
+    lines = [f"reconstruction {h.reconstruction} ~ public {ctx.track.dataset} image {h.public} "
+             f"({names.get(images[h.public].reshape(ctx.images.shape[1:]).tobytes(), 'not in any split of the track')}; "
+             f"per-pixel MSE {h.mse:.2e})" for h in found]
+    where = sorted({names.get(images[h.public].reshape(ctx.images.shape[1:]).tobytes(), "rest of the dataset")
+                    for h in found})
+    raise CheckFailed(f"{len(found)} of {len(ctx.images)} reconstructions are within the extraction threshold "
+                      f"(per-pixel MSE {cal.threshold:.3g}) of public {ctx.track.dataset} images that are not members "
+                      f"({', '.join(where)}): indices {_shown(np.array([h.reconstruction for h in found]))}; an attack "
+                      "recovers members, so copies of non-members are evidence of carried data", lines)

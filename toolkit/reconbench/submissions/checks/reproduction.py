@@ -24,6 +24,7 @@ from reconbench.core.attack_source import ATTACK_DIR, is_file_attack, source_pro
 from reconbench.reproduction import compare
 from reconbench.reproduction.record import RECORD_FILE, RecordError, read_record, reproducer_keys, verify_record
 from reconbench.reproduction.rerun import payload_sha256
+from reconbench.submissions.attackdata import data_problems
 from reconbench.submissions.checks.base import Check, CheckFailed, Context
 
 REPRODUCERS: Path | None = None  # else RECONBENCH_REPRODUCERS, else maintainers/reproducers.toml of the checkout
@@ -46,6 +47,11 @@ def _source(ctx: Context) -> list[Check]:
     problem = source_problem(folder, attack.source_sha256)
     if problem:
         raise CheckFailed(problem)
+    carried = data_problems(folder)
+    if carried:
+        raise CheckFailed(f"{ATTACK_DIR}/ carries data in its code ({carried[0]}{'; ...' if len(carried) > 1 else ''}): "
+                          "a reproduction proves that the code makes the bytes, not where its knowledge came from, so "
+                          "an attack with embedded arrays or data is not ranked (site/reviewing.md)", tuple(carried))
     return [Check("attack source", "pass", f"{ATTACK_DIR}/ is the signed source ({attack.source_sha256[:12]}…)")]
 
 
@@ -81,6 +87,25 @@ def _auto(ctx: Context) -> list[Check]:
     ctx.reproduced = True
     return [Check("reproduction", "pass", f"reproduced by this CI's re-run of the registered attack "
                                           f"(unsigned; a maintainer's record makes it permanent): {line}")]
+
+
+def record_accepted(entry_dir: Path, result, team: str) -> bool:
+    """Whether the entry's reproduction.json lifts it, as check() decides: signed by a listed
+    reproducer, for this entry and payload, verdict reproduced, and its numbers agree with the claim
+    (the held rule's reference reads only such records: submissions/leakage.py)."""
+    try:
+        signed = read_record(entry_dir / RECORD_FILE)
+        verify_record(signed, reproducer_keys(REPRODUCERS))
+    except RecordError:
+        return False
+    rec, payload = signed.record, result.payload
+    if (rec.entry_id, rec.team) != (payload.entry_id, team) or rec.payload_sha256 != payload_sha256(result) \
+            or rec.attack_source_sha256 != payload.attack.source_sha256 or rec.verdict != "reproduced":
+        return False
+    problems = compare.metric_problems(compare.compare_metrics(payload.metrics, rec.metrics))
+    if rec.reported_by_run is not None:
+        problems += compare.run_problems(compare.run_checks(payload, rec.reported_by_run))
+    return not problems
 
 
 def check(ctx: Context) -> list[Check]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from reconbench.submissions.checks.base import Check, CheckFailed, Context
-from reconbench.submissions.checks.rescore import compare, membership_checks
+from reconbench.submissions.checks.rescore import compare, extraction_check, membership_checks
 from reconbench.submissions.nearcopy import HELD_SHARE
 
 SHOW = 10
@@ -41,7 +41,8 @@ def rescore(ctx: Context) -> list[Check]:
     got = text_membership(ctx.track, ctx.texts, ctx.target_texts, ctx.result.payload.role, device=ctx.device)
     if got is not None:
         info, ctx.gaps = got
-        checks += membership_checks(ctx, info.holdout_sha256, info.metrics, n)
+        checks += membership_checks(ctx, info.holdout_sha256, info.metrics, n, ctx.gaps)
+        checks += extraction_check(ctx, info.extraction)
     ctx.unverified = [k for k, a in report.items() if a.status != "computed" and k in claimed and claimed[k].status == "computed"]
     ctx.rescored = all(c.status != "fail" for c in checks) and not ctx.unverified
     return checks

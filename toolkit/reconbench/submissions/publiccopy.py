@@ -1,0 +1,101 @@
+"""Copies of non-members: reconstructions within the extraction threshold of a public image that is
+not one of the entry's members (checks/copies.py refuses them).
+
+An attack recovers members. A reconstruction as close to a *non-member* public image (holdout, aux,
+test, or any other image of the dataset the track was drawn from) as the extraction threshold
+(image/metrics/extraction.py: closer than all but 0.1% of natural images come to their nearest
+neighbour of the same class) can only have come from that image: carried data. An attack that
+carries the public dataset and picks the images the model fits best (membership inference over a
+smuggled candidate set, AUC 0.94 on fashion-n100) returns such copies whenever its inference errs,
+which it does; a real reconstruction does not. A reconstruction that is also within the threshold
+of a member is not counted here: some public images have a near twin, and an extracted member may
+sit that close to its twin (the count credits the member).
+
+The search is the near-duplicate index's pixel space (nearindex.py) over the whole public dataset
+(70,000 Fashion-MNIST images, 1,797 digits): a k-d tree of the images projected on the dataset's 16
+principal axes (an orthonormal projection never lengthens a distance, so the tree's radius query
+returns a superset), then the exact per-pixel MSE of each candidate from the uint8 pixels. Exact,
+and a query costs a few tree leaves instead of 70,000 distances.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from reconbench.submissions.nearindex import REFINE_ELEMENTS, _pairs, pixel_basis
+
+
+@dataclass(frozen=True)
+class Hit:
+    reconstruction: int
+    public: int  # index into the public dataset
+    mse: float
+
+
+class PublicIndex:
+    """A public dataset's images, searchable by per-pixel MSE radius (module docstring)."""
+
+    def __init__(self, images: np.ndarray):
+        from scipy.spatial import cKDTree
+
+        self.shape = tuple(images.shape[1:])
+        self.pixels = np.ascontiguousarray(images, dtype=np.uint8).reshape(len(images), -1)
+        self.basis = pixel_basis(images)
+        self.tree = cKDTree(self._project(self.pixels))
+
+    def __len__(self) -> int:
+        return len(self.pixels)
+
+    def _project(self, pixels: np.ndarray) -> np.ndarray:
+        return (pixels.astype(np.float64) / 255.0) @ self.basis.T
+
+    def within(self, queries: np.ndarray, mse: float) -> list[Hit]:
+        """Every (query, public image) pair with per-pixel MSE <= mse, exact."""
+        q = np.ascontiguousarray(queries, dtype=np.uint8).reshape(len(queries), -1)
+        dim = q.shape[1]
+        radius = math.sqrt(max(mse, 0.0) * dim) * (1 + 1e-9) + 1e-9
+        rows, cand = _pairs(self.tree.query_ball_point(self._project(q), radius, return_sorted=False))
+        limit = mse * dim * 255.0 ** 2 * (1 + 1e-9) + 1e-6  # in grey levels squared: integers, no rounding
+        out = []
+        step = max(1, REFINE_ELEMENTS // max(1, dim))
+        for lo in range(0, len(cand), step):
+            diff = self.pixels[cand[lo:lo + step]].astype(np.int32) - q[rows[lo:lo + step]].astype(np.int32)
+            sq = np.einsum("ij,ij->i", diff, diff, dtype=np.int64)
+            for r, c, s in zip(rows[lo:lo + step][sq <= limit], cand[lo:lo + step][sq <= limit], sq[sq <= limit]):
+                out.append(Hit(int(r), int(c), float(s) / (dim * 255.0 ** 2)))
+        return out
+
+
+_INDEXES: dict[tuple[str, str | None], PublicIndex] = {}
+
+
+def public_index(track) -> PublicIndex:
+    """The index of the track's whole public dataset (track_files.public_dataset), once per process."""
+    from reconbench.image.track_files import public_dataset
+
+    key = (track.dataset, str(tuple(track.input_shape)))
+    if key not in _INDEXES:
+        _INDEXES.clear()  # one dataset at a time: a board's entries come grouped by track
+        _INDEXES[key] = PublicIndex(public_dataset(track)[0])
+    return _INDEXES[key]
+
+
+def non_member_copies(images: np.ndarray, members: np.ndarray, index: PublicIndex, threshold: float) -> list[Hit]:
+    """The reconstructions within `threshold` of a public image and of no member, with that image
+    (the nearest such one per reconstruction)."""
+    hits = index.within(images, threshold)
+    if not hits:
+        return []
+    near = sorted({h.reconstruction for h in hits})
+    from reconbench.image.metrics.extraction import mse_matrix
+
+    own = mse_matrix(images[near], members).min(axis=1) <= threshold
+    excused = {r for r, o in zip(near, own) if o}
+    best: dict[int, Hit] = {}
+    for h in hits:
+        if h.reconstruction not in excused and (h.reconstruction not in best or h.mse < best[h.reconstruction].mse):
+            best[h.reconstruction] = h
+    return [best[r] for r in sorted(best)]
