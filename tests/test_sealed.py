@@ -89,10 +89,13 @@ def _carry(folder: Path, images: np.ndarray, labels: np.ndarray, per_file: int =
     """The attack file and its carried images (carried_part<i>.py) in one folder."""
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copy(ATTACKS / "carried.py", folder / "carried.py")
+    names = []
     for i, lo in enumerate(range(0, len(images), per_file)):
         im, lab = images[lo:lo + per_file], labels[lo:lo + per_file].astype(np.int64)
         data = base64.b64encode(lzma.compress(im.tobytes() + lab.tobytes(), preset=9)).decode()
         (folder / f"carried_part{i}.py").write_text(f'COUNT = {len(im)}\nDATA = "{data}"\n')
+        names.append(f"carried_part{i}")
+    (folder / "carried_data.py").write_text("".join(f"import {n}\n" for n in names) + f"PARTS = [{', '.join(names)}]\n")
 
 
 def _evaluate_and_submit(home: Path, track_id: str, spec: str, team: str):
@@ -187,6 +190,13 @@ def _public_images(n_open: int):
     return opened, evaluator.subset(np.arange(n_open))
 
 
+def _refused_as_carried(entry) -> bool:
+    """The copy check refused it: exact copies of public images that are not its targets, or copies
+    of public non-members (evidence of carried data)."""
+    return any(c.name == "copies" and c.status == "fail" and ("not among the entry's targets" in c.message
+               or "evidence of carried data" in c.message) for c in entry.checks)
+
+
 def test_hostile_embedding_the_open_twins_targets_is_refused(on_sealed):
     """The open twin's membership is public (seed in the source): carried as-is onto the sealed twin, its
     targets are exact copies of public images that are not this track's targets."""
@@ -200,15 +210,14 @@ def test_hostile_embedding_the_open_twins_targets_is_refused(on_sealed):
     for key_given in (None, key):
         entry, _ = _sealed_check(validate_board(None, root, rescore=False, seal_key=key_given))
         assert entry.trust == "failed" and entry.sealed is None
-        assert any(c.name == "copies" and c.status == "fail" and "not among the entry's targets" in c.message
-                   for c in entry.checks)
+        assert _refused_as_carried(entry), "; ".join(f"{c.name}: {c.message[:300]}" for c in entry.checks if c.status == "fail")
 
 
 def test_hostile_loss_pick_over_carried_public_data_is_refused_with_the_key(on_sealed):
     """Carrying the public pool (its recipe is public) and other public images, then picking the
-    images the model fits best, is membership inference: without the key it only looks like exact
-    copies of the track's pool (held, never ranked); with the key, its copies of non-members fail it
-    and it gets no sealed numbers."""
+    images the model fits best, is membership inference: its picks that are not pool images are copies
+    of public non-members, so the copy rule refuses it with or without the key, and it gets no sealed
+    numbers."""
     home, key, track_id = on_sealed
     from reconbench.core.tracks import get_track
     from reconbench.image.sealed import members, pool
@@ -229,11 +238,12 @@ def test_hostile_loss_pick_over_carried_public_data_is_refused_with_the_key(on_s
     inside = members(track, key)
     is_member = [any((m == p).all() for m in whole.images[inside]) for p in picked]
     assert 0.6 < np.mean(is_member) < 1.0
-    entry, check = _sealed_check(validate_board(None, root, rescore=False))
-    assert entry.trust == "held" and check.status == "pass"
-    entry, check = _sealed_check(validate_board(None, root, rescore=False, seal_key=key, write_sealed=True))
-    assert entry.trust == "failed" and check.status == "fail" and "carried into the run" in check.message
-    assert entry.sealed is None and not (entry_dir / "sealed.json").exists()
+    # Its picks outside the pool are copies of public non-members: refused before the key is needed
+    # (issue 33's copy rule); with the key too, and it gets no sealed numbers
+    for key_given in (None, key):
+        entry, _ = _sealed_check(validate_board(None, root, rescore=False, seal_key=key_given, write_sealed=True))
+        assert entry.trust == "failed" and _refused_as_carried(entry)
+        assert entry.sealed is None and not (entry_dir / "sealed.json").exists()
 
 
 def test_across_draws_matches_scipy_and_calls_no_leak_on_uniform_ps():

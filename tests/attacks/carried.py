@@ -1,6 +1,7 @@
 """Black-box attacks that carry data into the run instead of reconstructing (tests/test_sealed.py).
 
-The test writes the carried images beside this file as modules `carried_part<i>.py` (DATA: base64 of
+The test writes the carried images beside this file as modules `carried_part<i>.py`, imported by name
+from `carried_data.py` (DATA: base64 of
 lzma-compressed uint8 images and int64 labels; a bring-your-own attack may ship 32 source files of
 128 KiB). Two hostile contributors:
 
@@ -12,7 +13,6 @@ lzma-compressed uint8 images and int64 labels; a bring-your-own attack may ship 
 """
 
 import base64
-import importlib
 import lzma
 
 import numpy as np
@@ -22,17 +22,16 @@ from reconbench.image.attacks.base import Attack, Reconstruction
 
 
 def carried() -> tuple[np.ndarray, np.ndarray]:
-    images, labels, i = [], [], 0
-    while True:
-        try:
-            part = importlib.import_module(f"carried_part{i}")
-        except ModuleNotFoundError:
-            break
+    # carried_data (written by the test) imports each carried_part<i> by name: an attack's source is the
+    # file and what it imports (core/attack_source.py), so a part loaded by importlib would not ship
+    import carried_data
+
+    images, labels = [], []
+    for part in carried_data.PARTS:
         raw = lzma.decompress(base64.b64decode(part.DATA))
         n = int(part.COUNT)
         images.append(np.frombuffer(raw[: n * 1024], dtype=np.uint8).reshape(n, 1, 32, 32))
         labels.append(np.frombuffer(raw[n * 1024:], dtype=np.int64))
-        i += 1
     return np.concatenate(images), np.concatenate(labels)
 
 
