@@ -77,13 +77,18 @@ def _pairs(frame: pd.DataFrame, cond: Conditions, pairs) -> Verdict:
     """pairs: [(name, (label, track, attack, cell), (label, track, attack, cell))]: A beats B in each."""
     comparisons, table = [], []
     for name, spec_a, spec_b in pairs:
-        a, b = side_of(frame, *spec_a), side_of(frame, *spec_b)
+        a, b = side_of(frame, *spec_a, prefer=_preferred(cond)), side_of(frame, *spec_b, prefer=_preferred(cond))
         if a is None and b is None and len(pairs) > 1:
             continue  # a pair with no entry at all is not part of this claim's evidence
         comparisons.append((name, compare(a, b, cond, _what(*spec_a), _what(*spec_b))))
         table += [_row(a, spec_a[0], cond), _row(b, spec_b[0], cond)]
     absent = "no validated entry for " + " nor ".join(f"{_what(*a)} / {_what(*b)}" for _, a, b in pairs)
     return _verdict(cond, comparisons, table, absent)
+
+
+def _preferred(cond: Conditions) -> str | None:
+    """The configuration a side should be read at: the default preset where the claim asks for it."""
+    return "default" if cond.budgets == "default" else None
 
 
 def _what(label: str, track: str, attack: str, cell: str | None = None) -> str:
@@ -102,8 +107,9 @@ def _what(label: str, track: str, attack: str, cell: str | None = None) -> str:
 
 def gan_beats_others(frame: pd.DataFrame, cond: Conditions) -> Verdict:
     track = "fashion-n100"
-    gans = [s for a in GAN_ATTACKS if (s := side_of(frame, a, track, a, WB_SAME)) is not None]
-    others = [s for a, cell in OTHER_STATIC.items() if (s := side_of(frame, a, track, a, cell)) is not None]
+    prefer = _preferred(cond)
+    gans = [s for a in GAN_ATTACKS if (s := side_of(frame, a, track, a, WB_SAME, prefer)) is not None]
+    others = [s for a, cell in OTHER_STATIC.items() if (s := side_of(frame, a, track, a, cell, prefer)) is not None]
     table = [_row(s, s.label, cond) for s in gans + others]
     if not gans or not others:
         return _verdict(cond, [], table, f"no validated entry for a GAN attack and another static attack on {track}")
