@@ -188,6 +188,16 @@ def test_a_default_claim_reads_the_default_seed_group_over_a_later_quick_one():
     assert verdict("deepinversion", f).status == findings.HOLDS  # budgets = "default": read at the default
 
 
+def test_an_equal_budget_claim_reads_both_sides_at_a_configuration_they_share():
+    rows = seeds("fashion-n100", "deepinversion", WB, {"knn_dist": [30.0, 30.4, 29.8], "acc_top1": [0.8] * 3})
+    rows += [entry("fashion-n100", "deepinversion", WB, budget="quick", seed=s, date="2026-12-09", knn_dist=50.0,
+                   acc_top1=0.8) for s in (0, 1, 2)]  # a later quick group with as many seeds
+    rows += seeds("fashion-n100-bn-frozen", "deepinversion", WB, {"knn_dist": [38.6, 38.9, 38.2], "acc_top1": [0.8] * 3})
+    v = verdict("batchnorm", frame(*rows))
+    assert not any("equal budgets" in m for m in v.missing)
+    assert v.status == findings.HOLDS  # read at the default both sides have: 30.1 against 38.6
+
+
 def test_only_reproduced_entries_count():
     f = _pair([30.0, 30.4, 29.8], [38.6, 38.9, 38.2])
     assert verdict("deepinversion", f).status == findings.HOLDS
