@@ -177,6 +177,27 @@ def test_each_seed_counts_once_and_one_configuration_is_a_side():
     assert side.values("knn_dist").tolist() == [30.0, 30.1, 29.8]  # seed 1: its latest entry
 
 
+def test_a_default_claim_reads_the_default_seed_group_over_a_later_quick_one():
+    rows = seeds("fashion-n100", "deepinversion", WB, {"knn_dist": [30.0, 30.4, 29.8], "acc_top1": [0.8] * 3})
+    rows += [entry("fashion-n100", "deepinversion", WB, budget="quick", seed=s, date="2026-12-09", knn_dist=50.0,
+                   acc_top1=0.8) for s in (0, 1, 2)]
+    rows += seeds("fashion-n100", "deepdream", WB, {"knn_dist": [38.6, 38.9, 38.2], "acc_top1": [0.8] * 3})
+    f = frame(*rows)
+    assert findings_rule.side_of(f, "di", "fashion-n100", "deepinversion", WB).budget == "quick"  # latest on a tie
+    assert findings_rule.side_of(f, "di", "fashion-n100", "deepinversion", WB, prefer="default").budget == "default"
+    assert verdict("deepinversion", f).status == findings.HOLDS  # budgets = "default": read at the default
+
+
+def test_an_equal_budget_claim_reads_both_sides_at_a_configuration_they_share():
+    rows = seeds("fashion-n100", "deepinversion", WB, {"knn_dist": [30.0, 30.4, 29.8], "acc_top1": [0.8] * 3})
+    rows += [entry("fashion-n100", "deepinversion", WB, budget="quick", seed=s, date="2026-12-09", knn_dist=50.0,
+                   acc_top1=0.8) for s in (0, 1, 2)]  # a later quick group with as many seeds
+    rows += seeds("fashion-n100-bn-frozen", "deepinversion", WB, {"knn_dist": [38.6, 38.9, 38.2], "acc_top1": [0.8] * 3})
+    v = verdict("batchnorm", frame(*rows))
+    assert not any("equal budgets" in m for m in v.missing)
+    assert v.status == findings.HOLDS  # read at the default both sides have: 30.1 against 38.6
+
+
 def test_only_reproduced_entries_count():
     f = _pair([30.0, 30.4, 29.8], [38.6, 38.9, 38.2])
     assert verdict("deepinversion", f).status == findings.HOLDS

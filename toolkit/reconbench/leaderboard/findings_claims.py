@@ -77,13 +77,30 @@ def _pairs(frame: pd.DataFrame, cond: Conditions, pairs) -> Verdict:
     """pairs: [(name, (label, track, attack, cell), (label, track, attack, cell))]: A beats B in each."""
     comparisons, table = [], []
     for name, spec_a, spec_b in pairs:
-        a, b = side_of(frame, *spec_a), side_of(frame, *spec_b)
+        a, b = _sides(frame, cond, spec_a, spec_b)
         if a is None and b is None and len(pairs) > 1:
             continue  # a pair with no entry at all is not part of this claim's evidence
         comparisons.append((name, compare(a, b, cond, _what(*spec_a), _what(*spec_b))))
         table += [_row(a, spec_a[0], cond), _row(b, spec_b[0], cond)]
     absent = "no validated entry for " + " nor ".join(f"{_what(*a)} / {_what(*b)}" for _, a, b in pairs)
     return _verdict(cond, comparisons, table, absent)
+
+
+def _sides(frame: pd.DataFrame, cond: Conditions, spec_a, spec_b) -> tuple[Side | None, Side | None]:
+    """Both sides of a pair; under `budgets = "equal"` at a configuration they share where one exists
+    (each side alone is read at its largest seed group, which may be another preset's)."""
+    a, b = side_of(frame, *spec_a, prefer=_preferred(cond)), side_of(frame, *spec_b, prefer=_preferred(cond))
+    if cond.budgets == "equal" and a is not None and b is not None and a.budget != b.budget:
+        if (b2 := side_of(frame, *spec_b, prefer=a.budget)).budget == a.budget:
+            return a, b2
+        if (a2 := side_of(frame, *spec_a, prefer=b.budget)).budget == b.budget:
+            return a2, b
+    return a, b
+
+
+def _preferred(cond: Conditions) -> str | None:
+    """The configuration a side should be read at: the default preset where the claim asks for it."""
+    return "default" if cond.budgets == "default" else None
 
 
 def _what(label: str, track: str, attack: str, cell: str | None = None) -> str:
@@ -102,8 +119,9 @@ def _what(label: str, track: str, attack: str, cell: str | None = None) -> str:
 
 def gan_beats_others(frame: pd.DataFrame, cond: Conditions) -> Verdict:
     track = "fashion-n100"
-    gans = [s for a in GAN_ATTACKS if (s := side_of(frame, a, track, a, WB_SAME)) is not None]
-    others = [s for a, cell in OTHER_STATIC.items() if (s := side_of(frame, a, track, a, cell)) is not None]
+    prefer = _preferred(cond)
+    gans = [s for a in GAN_ATTACKS if (s := side_of(frame, a, track, a, WB_SAME, prefer)) is not None]
+    others = [s for a, cell in OTHER_STATIC.items() if (s := side_of(frame, a, track, a, cell, prefer)) is not None]
     table = [_row(s, s.label, cond) for s in gans + others]
     if not gans or not others:
         return _verdict(cond, [], table, f"no validated entry for a GAN attack and another static attack on {track}")

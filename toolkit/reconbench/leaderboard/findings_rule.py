@@ -190,9 +190,12 @@ class Side:
         return text + f" ({len(self.rows)} seed{'s' if len(self.rows) != 1 else ''}, {self.budget})"
 
 
-def side_of(frame: pd.DataFrame, label: str, track: str, attack: str, cell: str | None = None) -> Side | None:
+def side_of(frame: pd.DataFrame, label: str, track: str, attack: str, cell: str | None = None,
+            prefer: str | None = None) -> Side | None:
     """The entries of one attack on one track (and cell), at the configuration with the most seeds
-    (the latest on a tie); each seed once (its latest entry). None when there is no entry."""
+    (the latest on a tie); each seed once (its latest entry). None when there is no entry.
+    `prefer` (a budget label, "default" for a claim judged at the papers' defaults) wins over seed
+    count: a seed group at another preset added later must not push the default one aside."""
     rows = frame[(frame["track"] == track) & (frame["attack"] == attack) & (frame["trust"] != "failed")]
     if cell is not None:
         rows = rows[rows["scenario"] == cell]
@@ -202,7 +205,7 @@ def side_of(frame: pd.DataFrame, label: str, track: str, attack: str, cell: str 
     best, best_key = None, None
     for budget, group in rows.groupby("_budget", sort=False):
         group = group.sort_values("date").drop_duplicates("seed", keep="last")
-        key = (group["seed"].nunique(), group["date"].max())
+        key = (budget == prefer, group["seed"].nunique(), group["date"].max())
         if best_key is None or key > best_key:
             best, best_key = (budget, group), key
     budget, group = best
