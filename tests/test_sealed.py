@@ -145,7 +145,9 @@ def test_seal_train_evaluate_validate_reveal_verify(on_sealed, tmp_path):
     entry_report, check = _sealed_check(validate_board(None, root, rescore=False, seal_key=key, write_sealed=True))
     assert check.status == "pass", check.message
     published = json.loads((entry / "sealed.json").read_text())
-    assert published["membership"]["ssim"]["status"] == "computed" and published["extraction"] is None
+    assert published["membership"]["ssim"]["status"] == "computed"
+    ext = published["extraction"]  # the per-sample count of the draw, at the dataset's calibration (issue 33)
+    assert ext["n_members"] + ext["n_holdout"] == 200 and 0 <= ext["members"] <= ext["n_members"] and 0 < ext["p"] <= 1
     assert key.hex() not in (entry / "sealed.json").read_text()
     # an independent reference for the gap: aux images know nothing, best member vs best non-member per class
     from reconbench.core.io import load_arrays

@@ -3,7 +3,7 @@
 - the carried-data rule: an exact copy of a Fashion-MNIST image that is not a member of the draw can
   only have been carried into the run;
 - the membership gap of the draw (members against the pool's other half: core/membership.py's test);
-- the extraction count (issue 33's per-sample count plugs in at `extraction_count`);
+- the extraction count of the draw (issue 33's per-sample count, at the dataset's calibration);
 - sealed.json, the record validate writes and `recon-submit seal verify` recomputes after the reveal.
 """
 
@@ -65,12 +65,31 @@ def carried(track: Track, key: bytes, images: np.ndarray) -> tuple[np.ndarray, n
     return copies_member, copies_other
 
 
+def calibration(track: Track):
+    """The extraction threshold and pair rate: calibrated on the whole public dataset (issue 33), so a
+    sealed draw takes its dataset's, as registered on the open tracks of that dataset."""
+    from reconbench.core.tracks import all_tracks
+
+    if track.extraction is not None:
+        return track.extraction
+    return next((t.extraction for t in all_tracks() if t.dataset == track.dataset and t.extraction is not None), None)
+
+
 def extraction_count(track: Track, images: np.ndarray, labels: np.ndarray, member_images: ArraySet,
                      non_member_images: ArraySet) -> dict | None:
-    """THE PLACE where the per-sample extraction count (issue 33: a pure function of reconstructions,
-    members, holdout, threshold, rng) plugs in. Until it is merged a sealed record carries None here
-    and the board shows the membership gap alone."""
-    return None
+    """The per-sample extraction count of the draw (core/extraction.py through image_extraction):
+    members within the dataset's extraction threshold of some reconstruction, against the pool's
+    other half. None where the dataset has no calibration."""
+    from reconbench.image.metrics.extraction import image_extraction
+
+    cal = calibration(track)
+    if cal is None:
+        return None
+    e = image_extraction(images, labels, member_images.images, member_images.labels, non_member_images.images,
+                         non_member_images.labels, cal.threshold, cal.pair_rate)
+    return {"members": e.members, "n_members": e.n_members, "holdout": e.holdout, "n_holdout": e.n_holdout,
+            "threshold": e.threshold, "p": e.p, "p_relabel": e.p_relabel, "extracts": e.extracts,
+            "text": e.sentence()}
 
 
 def sealed_numbers(track: Track, key: bytes, images: np.ndarray, labels: np.ndarray, device: str = "cpu") -> dict:
