@@ -27,7 +27,7 @@ def test_registry_rows_are_the_generated_ones_for_the_shipped_files():
     assert [t["id"] for t in shipped] == [spec.id for spec in ROWS]  # every row: nothing left out for want of weights
     report = report_from_files()
     for spec, pinned in zip(ROWS, shipped):
-        pinned = {k: v for k, v in pinned.items() if k != "near_copy"}
+        pinned = {k: v for k, v in pinned.items() if k not in ("near_copy", "extraction")}  # calibrated by their own scripts
         assert row(spec, report) == pinned, spec.id
     # the targets fit their training sets (the BatchNorm-frozen one to 99%) with a gap to the test split
     for spec in PUBLISHED:

@@ -31,17 +31,19 @@ def print_tracks(status: str | None = None, include_planned: bool = False) -> No
         size = f"{t.train_size}" + (f" (update {t.update_size})" if t.update_size else "")
         arch = t.architecture + (f" [{t.variant}]" if t.variant else "")
         state = "planned: not runnable yet" if t.status == "unpublished" else t.status
-        if t.seal is not None:  # membership from the board's key: the gap is scored at validation
-            state += f" · SEALED (draw {t.seal.draw + 1} of {t.seal.draws}; revealed after {t.seal.reveal_after})"
+        if getattr(t, "seal", None) is not None:  # membership from the board's key: the gap is scored at validation
+            state += f" · SEALED {t.seal.draw + 1}/{t.seal.draws}"  # short: the table keeps a column per field
         rows.append((t.id, state, t.dataset, arch, size, acc, f"{t.query_budget:,}", "\n".join(t.scenarios)))
     columns = ("status", "dataset", "architecture", "|D_tar|", "accuracy train/test", "query budget", "scenarios")
     console.print(_table(title, columns, rows), crop=False)
     for name, text in STATUSES.items():
         console.print(escape(f"{name} ({counts.get(name, 0)}): {text}"), highlight=False)
-    if any(t.seal is not None for t in shown):
-        console.print("SEALED: which half of the track's public pool the model trained on is drawn from the board's "
-                      "secret key; evaluate scores the nearest pool item, the membership gap is scored at validation "
-                      "(docs/sealed.md)", highlight=False)
+    sealed = [t for t in shown if getattr(t, "seal", None) is not None]
+    if sealed:
+        reveal = ", ".join(sorted({f"{t.seal.season}: revealed after {t.seal.reveal_after}" for t in sealed}))
+        console.print("SEALED i/K (draw i of K): which half of the track's public pool the model trained on is drawn "
+                      "from the board's secret key; evaluate scores the nearest pool item, the membership gap and the "
+                      f"extraction count are scored at validation ({reveal}; docs/sealed.md)", highlight=False)
     if not include_planned and status is None and counts.get("unpublished"):
         console.print(f"{counts['unpublished']} planned tracks not shown: recon-submit tracks --all", highlight=False)
     print_text_tracks(status, include_planned)
@@ -77,7 +79,7 @@ def print_text_tracks(status: str | None, include_planned: bool) -> None:
     rows = []
     for t in shown:
         state = "planned: not runnable yet" if t.status == "unpublished" else t.status
-        if t.seal is not None:  # membership from the board's key: the gap is scored at validation
+        if getattr(t, "seal", None) is not None:  # membership from the board's key: the gap is scored at validation
             state += f" · SEALED (draw {t.seal.draw + 1} of {t.seal.draws}; revealed after {t.seal.reveal_after})"
         targets = " / ".join(m.architecture if m else "-" for m in (t.generator, t.embedder))
         rows.append((t.id, state, t.dataset, str(t.train_size), targets, "\n".join(t.scenarios)))
