@@ -153,19 +153,23 @@ def relative_edit(a: str, b: str) -> float:
     return edit_distance(a, b) / max(len(a), len(b), 1)
 
 
-def calibrate_edit(space: ShingleSpace) -> float:
-    """Half the PERCENTILE-th percentile of distinct public texts' relative edit distance to their
-    nearest other public text (among the EDIT_CANDIDATES most similar by shingles)."""
+def nearest_public(space: ShingleSpace):
+    """For each distinct public text (by normal form): its normal form, its shingle similarity to every
+    public text (its own form set to -1), and its EDIT_CANDIDATES most similar others; in blocks of 256."""
     distinct = sorted({n: i for i, n in reversed(list(enumerate(space.normal)))}.values())
-    nearest = []
     for lo in range(0, len(distinct), 256):
         rows = distinct[lo:lo + 256]
         sim = space.similarity([space.texts[i] for i in rows])
         for k, i in enumerate(rows):
             sim[k, space.index[space.normal[i]]] = -1.0
-            a = space.normal[i]
-            nearest.append(min(edit_distance(a, space.normal[j]) / max(len(a), len(space.normal[j]), 1)
-                               for j in np.argsort(-sim[k], kind="stable")[:EDIT_CANDIDATES]))
+            yield space.normal[i], sim[k], np.argsort(-sim[k], kind="stable")[:EDIT_CANDIDATES]
+
+
+def calibrate_edit(space: ShingleSpace) -> float:
+    """Half the PERCENTILE-th percentile of distinct public texts' relative edit distance to their
+    nearest other public text (among the EDIT_CANDIDATES most similar by shingles)."""
+    nearest = [min(edit_distance(a, space.normal[j]) / max(len(a), len(space.normal[j]), 1) for j in candidates)
+               for a, _, candidates in nearest_public(space)]
     return float(np.percentile(nearest, PERCENTILE)) / 2
 
 

@@ -64,20 +64,15 @@ def text_extraction(recs: list[str], targets: list[str], target_ids: list[str], 
 @lru_cache(maxsize=4)
 def public_pair_rate(track_id: str, target_sha256: str | None, margin: float) -> float:
     """The pair rate of the track's public texts (module docstring), once per process."""
-    from reconbench.submissions.textcopy import public_text_space
+    from reconbench.submissions.textcopy import nearest_public, public_text_space
 
     space = public_text_space(track_id, target_sha256)[0]
-    distinct = sorted({n: i for i, n in reversed(list(enumerate(space.normal)))}.values())
-    within = 0
-    for lo in range(0, len(distinct), 256):
-        rows = distinct[lo:lo + 256]
-        sim = space.similarity([space.texts[i] for i in rows])
-        for k, i in enumerate(rows):
-            sim[k, space.index[space.normal[i]]] = -1.0
-            a = space.normal[i]
-            seen = set()
-            for j in np.argsort(-sim[k], kind="stable")[:EDIT_CANDIDATES]:
-                if space.normal[j] not in seen and sim[k, j] >= 0 and _relative(a, space.normal[j]) <= margin:
-                    within += 1
-                seen.add(space.normal[j])
-    return pair_rate(within, len(distinct) * (len(distinct) - 1))
+    within = distinct = 0
+    for a, sim, candidates in nearest_public(space):
+        distinct += 1
+        seen = set()
+        for j in candidates:
+            if space.normal[j] not in seen and sim[j] >= 0 and _relative(a, space.normal[j]) <= margin:
+                within += 1
+            seen.add(space.normal[j])
+    return pair_rate(within, distinct * (distinct - 1))
