@@ -41,7 +41,10 @@ def main(argv: list[str]) -> int:
                 done[key] = calibrate_pixels(flat, labels, dim) | {"dim": dim}
             cal = dict(done[key])
             # per-pixel MSE is the squared grey-level distance over the view's pixel count
-            cal["threshold"] = cal["threshold"] * cal.pop("dim") / dim
+            cal["threshold"] = cal["threshold"] * cal["dim"] / dim
+            if "tail" in cal:
+                cal["tail"] = cal["tail"] | {"anchor": cal["tail"]["anchor"] * cal["dim"] / dim}
+            del cal["dim"]
             row["extraction"] = cal | {"dataset_sha256": dataset_sha256(images, labels)}
             print(f"{row['id']}: threshold {cal['threshold']:.6g}, pair rate {cal['pair_rate']:.3g}", flush=True)
         text = path.read_text(encoding="utf-8")

@@ -60,6 +60,22 @@ class NearCopy(BaseModel):
     derivation: str
 
 
+class TailBound(BaseModel):
+    """Where a dataset is too small to count a rate of natural pairs below the cap: the bound
+    C(s) <= anchor_rate * (s / anchor) ** exponent that set the threshold (image/metrics/extraction.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    anchor_pairs: int
+    anchor_rate: float
+    anchor: float  # per-pixel MSE of the anchor_pairs-th smallest same-class pair
+    exponent: float
+    exponent_own: float
+    exponent_reference: float
+    reference: str
+    rate_cap: float
+
+
 class ExtractionCalibration(BaseModel):
     """The extraction count's threshold and pair rate, calibrated on the track's whole public dataset
     (reconbench.image.metrics.extraction; core/extraction.py uses them)."""
@@ -73,6 +89,7 @@ class ExtractionCalibration(BaseModel):
     pairs: int
     dataset_sha256: str
     derivation: str
+    tail: TailBound | None = None  # set where the counted rate exceeded the cap (small datasets: digits)
 
 
 class EvaluationModel(BaseModel):
