@@ -5,6 +5,7 @@ independent references (scipy's Skellam, brute-force enumeration of relabellings
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -12,8 +13,9 @@ import pytest
 from reconbench.core.extraction import (ExtractionGroup, _relabel_distribution, extraction_count, skellam_sf)
 from reconbench.core.membership import ALPHA
 from reconbench.core.tracks import get_track
-from reconbench.image.metrics.extraction import calibrate, image_extraction
-from reconbench.image.track_files import load_splits
+from reconbench.image.metrics.extraction import (RATE_CAP, TAIL_PAIRS, calibrate, flattest_chord, image_extraction,
+                                                 informative, smallest_pairs)
+from reconbench.image.track_files import load_splits, public_dataset
 
 
 def _calibration(track):
@@ -46,21 +48,41 @@ def test_one_exact_member_among_99_aux_images_is_counted_alone(track_id):
     pool_index = int(np.flatnonzero(s.target.labels == s.target.labels[which]).tolist().index(which))
     assert got.extracted == {label: [pool_index]}
     assert got.p_relabel >= 0.5 - 1e-9  # one item of a half-member pool: the relabelling test cannot call it
-    if track_id == "fashion-n100":
-        assert got.p < ALPHA and got.extracts
-    else:
-        # digits: 1,797 images give 321,192 same-class pairs, so the chance rate per pair is bounded
-        # no lower than ~1e-5, and 100 reconstructions x 50 members of their class make one chance
-        # hit about 5% likely: one extraction is no verdict there, two are (next test)
-        assert ALPHA < got.p < 0.1 and not got.extracts
+    # the natural null decides: on digits too (100 reconstructions x 50 members of their class at a pair
+    # rate of at most 1e-6, the tail bound's cap: p ~ 0.005)
+    assert got.p < ALPHA and got.extracts
 
 
-def test_two_exact_members_reach_the_verdict_on_digits():
-    track, s, rec, rec_y, which = _one_member_among_aux("digits")
-    other = (which + 1) % len(s.target)
-    rec[1], rec_y[1] = s.target.images[other], s.target.labels[other]
-    got = _count(track, s, rec, rec_y)
-    assert got.members == 2 and got.holdout == 0 and got.p < ALPHA and got.extracts
+def test_the_digits_calibration_is_its_tail_bound():
+    """digits counts no natural rate below ~6e-6, so its threshold is the tail bound's (module docstring
+    of image/metrics/extraction.py): recomputed here from its own pairs, except the reference's exponent
+    (Fashion-MNIST's 2.4e8 pairs: scripts/extraction_thresholds.py, benchmarks/bench_tail_bound.py)."""
+    track = get_track("digits")
+    cal = track.extraction
+    images, labels = public_dataset(track)
+    scale = 64 * 255.0 ** 2
+    smallest, pairs = smallest_pairs(informative(images), labels, TAIL_PAIRS)
+    s_a, b_own = flattest_chord(smallest, pairs, TAIL_PAIRS / pairs)
+    assert cal.tail is not None and cal.tail.rate_cap == RATE_CAP and cal.pairs == 2 * pairs
+    assert cal.tail.anchor == pytest.approx(s_a / scale, rel=1e-12) and cal.tail.exponent_own == pytest.approx(b_own)
+    assert cal.tail.exponent == min(cal.tail.exponent_own, cal.tail.exponent_reference)
+    assert cal.pair_rate == pytest.approx(cal.tail.anchor_rate * (cal.threshold / cal.tail.anchor) ** cal.tail.exponent)
+    assert cal.pair_rate <= RATE_CAP * (1 + 1e-9)
+    # closer than any two natural digits of a class ever are (their closest pair: 7,160 grey levels^2)
+    assert cal.pairs_within == 0 and cal.threshold * scale < smallest[0]
+
+
+def test_the_flattest_chord_of_a_power_law_is_its_exponent():
+    """C(s) = 1e-3 (s / 1000) ** 2 exactly at every counted pair: every chord from the anchor (the
+    1000th pair, at 1000) has slope 2; one near-duplicate far below the law flattens it, and the bound
+    must follow it."""
+    pairs = 10**6
+    s = 1000.0 * (np.arange(1, 1001) / 1000) ** 0.5  # the k-th pair where C = k / pairs
+    s_a, b = flattest_chord(s, pairs, 1000 / pairs)
+    assert s_a == pytest.approx(1000.0) and b == pytest.approx(2.0, rel=1e-9)
+    dup = np.r_[0.5, s[1:]]  # the closest pair at 0.5 instead of 31.6: one pair where the law expects 2.5e-4
+    _, flatter = flattest_chord(dup, pairs, 1000 / pairs)
+    assert flatter == pytest.approx(math.log(1000) / math.log(2000), rel=1e-9) and flatter < 2.0
 
 
 @pytest.mark.parametrize("track_id", ["fashion-n100", "digits"])
@@ -120,7 +142,7 @@ def test_calibration_counts_pairs_exactly():
     x[4] = 200
     x[5] = x[0]  # a byte-identical duplicate: counted once
     y = np.array([0, 0, 0, 0, 1, 0])
-    got = calibrate(x, y, quantile=0.0)
+    got = calibrate(x, y, quantile=0.0, rate_cap=1.0)  # the counted rate, uncapped (a tiny set has no tail)
     assert got["threshold"] == pytest.approx(1 / (4 * 255.0 ** 2))
     assert got["pairs"] == 4 * 3  # class 0: four distinct images; class 1: one (no pair)
     assert got["pairs_within"] == 2  # 0-1 and 1-0

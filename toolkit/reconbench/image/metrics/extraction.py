@@ -92,11 +92,12 @@ def informative(images: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(flat[:, flat.any(axis=0)])
 
 
-def calibrate(images: np.ndarray, labels: np.ndarray, quantile: float = QUANTILE, reference=None) -> dict:
+def calibrate(images: np.ndarray, labels: np.ndarray, quantile: float = QUANTILE, reference=None,
+              rate_cap: float = RATE_CAP) -> dict:
     """The registry's `extraction` object for a public dataset (module docstring). `reference`:
     (pixels, labels) of the tail bound's reference dataset, or None for REFERENCE (loaded if needed)."""
-    return calibrate_pixels(informative(images), labels, int(np.prod(images.shape[1:])), quantile, reference) | {
-        "dataset_sha256": dataset_sha256(images, labels)}
+    return calibrate_pixels(informative(images), labels, int(np.prod(images.shape[1:])), quantile, reference,
+                            rate_cap) | {"dataset_sha256": dataset_sha256(images, labels)}
 
 
 def _distinct(flat: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -149,20 +150,26 @@ def reference_pixels() -> tuple[np.ndarray, np.ndarray]:
     return informative(images), np.concatenate([data["train"].labels, data["test"].labels])
 
 
-def tail_bound(flat: np.ndarray, labels: np.ndarray, quantile_sq: float, reference=None) -> dict:
+def reference_exponent(anchor_rate: float, reference=None) -> float:
+    """The flattest chord of the reference dataset's counted pair CDF below the anchor rate."""
+    ref_flat, ref_labels = reference if reference is not None else reference_pixels()
+    ref_smallest, ref_pairs = smallest_pairs(ref_flat, ref_labels, math.ceil(anchor_rate * _pair_count(ref_labels)) + 1)
+    return flattest_chord(ref_smallest, ref_pairs, anchor_rate)[1]
+
+
+def tail_bound(flat: np.ndarray, labels: np.ndarray, quantile_sq: float, reference=None,
+               exponent_reference: float | None = None, rate_cap: float = RATE_CAP) -> dict:
     """Threshold (squared grey levels) and rate from the tail bound, with its parameters."""
     own, pairs = smallest_pairs(flat, labels, TAIL_PAIRS)
     anchor_rate = TAIL_PAIRS / pairs
     s_a, b_own = flattest_chord(own, pairs, anchor_rate)
-    ref_flat, ref_labels = reference if reference is not None else reference_pixels()
-    ref_smallest, ref_pairs = smallest_pairs(ref_flat, ref_labels, math.ceil(anchor_rate * _pair_count(ref_labels)) + 1)
-    _, b_ref = flattest_chord(ref_smallest, ref_pairs, anchor_rate)
+    b_ref = exponent_reference if exponent_reference is not None else reference_exponent(anchor_rate, reference)
     b = min(b_own, b_ref)
-    threshold_sq = min(quantile_sq, s_a * (RATE_CAP / anchor_rate) ** (1.0 / b))
+    threshold_sq = min(quantile_sq, s_a * (rate_cap / anchor_rate) ** (1.0 / b))
     return {"threshold_sq": threshold_sq, "pair_rate": anchor_rate * (threshold_sq / s_a) ** b,
             "tail": {"anchor_pairs": TAIL_PAIRS, "anchor_rate": anchor_rate, "anchor_sq": s_a, "exponent": b,
                      "exponent_own": b_own, "exponent_reference": b_ref, "reference": REFERENCE,
-                     "rate_cap": RATE_CAP}}
+                     "rate_cap": rate_cap}}
 
 
 def _pair_count(labels: np.ndarray) -> int:
@@ -172,7 +179,7 @@ def _pair_count(labels: np.ndarray) -> int:
 
 
 def calibrate_pixels(flat: np.ndarray, labels: np.ndarray, dim: int, quantile: float = QUANTILE,
-                     reference=None) -> dict:
+                     reference=None, rate_cap: float = RATE_CAP) -> dict:
     """calibrate() on (N, D') pixels of images with `dim` pixels in all."""
     x_all, y_all = _distinct(flat, labels)
     nearest, kept, pairs = [], [], 0
@@ -189,8 +196,8 @@ def calibrate_pixels(flat: np.ndarray, labels: np.ndarray, dim: int, quantile: f
     within = _within(kept, threshold_sq)
     out = {"threshold": threshold_sq / scale, "quantile": quantile, "pair_rate": pair_rate(within, pairs),
            "pairs_within": within, "pairs": pairs, "derivation": DERIVATION}
-    if out["pair_rate"] > RATE_CAP:  # more natural pairs within than the cap: the tail bound's distance
-        tail = tail_bound(flat, labels, threshold_sq, reference)
+    if out["pair_rate"] > rate_cap:  # more natural pairs within than the cap: the tail bound's distance
+        tail = tail_bound(flat, labels, threshold_sq, reference, rate_cap=rate_cap)
         out |= {"threshold": tail["threshold_sq"] / scale, "pair_rate": tail["pair_rate"],
                 "pairs_within": _within(kept, tail["threshold_sq"]),
                 "tail": {k: v / scale if k == "anchor_sq" else v for k, v in tail["tail"].items()}}
