@@ -145,17 +145,20 @@ def _pool():
 
 
 @pytest.mark.parametrize("perturb, refused", [
-    (lambda x, rng: np.clip(x.astype(int) + rng.integers(-20, 21, x.shape), 0, 255), True),
+    (lambda x, rng: np.clip(x.astype(int) + rng.integers(-2, 3, x.shape), 0, 255), True),
+    (lambda x, rng: np.clip(x.astype(int) + rng.integers(-20, 21, x.shape), 0, 255), False),
     (lambda x, rng: np.clip(x * 0.7 + 40, 0, 255), False),
     (lambda x, rng: np.roll(x, 1, axis=3), False),
-], ids=["noise", "brightness-contrast", "one-pixel-shift"])
+], ids=["faint-noise", "noise", "brightness-contrast", "one-pixel-shift"])
 def test_perturbed_public_images_are_held(board, perturb, refused):
     aux = digits_splits().aux_same  # not even the target split: the pool is the whole public dataset
     rng = np.random.default_rng(0)
     images = perturb(aux.images[:500], rng).astype(np.uint8)
     replace_images(board, images, aux.labels[:500])
     report = board.only()
-    if refused:  # noise of +-20 leaves some aux images within the extraction threshold: carried data (issue 33)
+    # +-2 grey levels leave aux images within digits' extraction threshold (per-pixel MSE 1.1e-4, the tail
+    # bound's: closer than any two natural digits): carried data (issue 33); +-20 (MSE ~1e-3) is held
+    if refused:
         fail = failure(report)
         assert fail.name == "copies" and "not members" in fail.message and "aux_same" in fail.message
     else:
