@@ -24,9 +24,9 @@ import time
 import numpy as np
 
 from reconbench.core.tracks import get_track
-from reconbench.image.metrics.extraction import (RATE_CAP, TAIL_PAIRS, _distinct, flattest_chord, informative,
-                                                 reference_pixels, smallest_pairs, tail_bound)
-from reconbench.image.track_files import public_dataset
+from reconbench.image.metrics.extraction import (RATE_CAP, TAIL_PAIRS, _distinct, flattest_chord, image_extraction,
+                                                 informative, reference_pixels, smallest_pairs, tail_bound)
+from reconbench.image.track_files import load_splits, public_dataset
 
 
 def main(argv: list[str]) -> int:
@@ -73,6 +73,21 @@ def main(argv: list[str]) -> int:
     for name, rates in rows.items():
         r = np.array(rates)
         print(f"| {name} | {np.median(r):.2g} | {r.max():.2g} | {int((r > RATE_CAP).sum())} of {draws} |")
+    track = get_track("digits")
+    cal = track.extraction
+    print(f"\ndigits' registry calibration: threshold {cal.threshold:.3g} per-pixel MSE ({cal.threshold * 64 * 255 ** 2:.0f} "
+          f"grey levels^2; its closest same-class pair: {smallest_pairs(digits_flat, digits_y, 1)[0][0]:.0f}), pair rate "
+          f"{cal.pair_rate:.3g}, exponent {cal.tail.exponent:.3f} (own {cal.tail.exponent_own:.3f})")
+    s = load_splits(track)
+    for seed in range(3):  # tests/test_extraction.py's case: one exact member among 99 aux images
+        rng = np.random.default_rng(seed)
+        aux = rng.choice(len(s.aux_same), 99, replace=False)
+        which = int(rng.integers(len(s.target)))
+        rec = np.concatenate([s.target.images[which:which + 1], s.aux_same.images[aux]])
+        rec_y = np.r_[s.target.labels[which], s.aux_same.labels[aux]]
+        e = image_extraction(rec, rec_y, s.target.images, s.target.labels, s.holdout.images, s.holdout.labels,
+                             cal.threshold, cal.pair_rate)
+        print(f"one exact member among 99 aux images (seed {seed}): {e.sentence()}, relabelling p {e.p_relabel:.2g}")
     print(f"\n{time.process_time() - started:.0f} CPU s")
     return 0
 

@@ -15,7 +15,8 @@ t with its pair rate q, both calibrated on public data (image/metrics/extraction
 
 t is a low quantile of the distance from a public item to its nearest other public item of its
 class, q the share of (item, other item of its class) pairs of the public data within t: the
-chance that one natural item lands within t of one given item.
+chance that one natural item lands within t of one given item (where a dataset is too small to
+count q below 1e-6, images take t and q from a tail bound: image/metrics/extraction.py).
 
 Two tests of "k exceeds j", reported together:
 

@@ -4,7 +4,8 @@ not one of the entry's members (checks/copies.py refuses them).
 An attack recovers members. A reconstruction as close to a *non-member* public image (holdout, aux,
 test, or any other image of the dataset the track was drawn from) as the extraction threshold
 (image/metrics/extraction.py: closer than all but 0.1% of natural images come to their nearest
-neighbour of the same class) can only have come from that image: carried data. An attack that
+neighbour of the same class, and than natural pairs come more than once in a million: on digits,
+closer than any two of its images are) can only have come from that image: carried data. An attack that
 carries the public dataset and picks the images the model fits best (membership inference over a
 smuggled candidate set, AUC 0.94 on fashion-n100) returns such copies whenever its inference errs,
 which it does; a real reconstruction does not. A reconstruction that is also within the threshold
