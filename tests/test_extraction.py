@@ -68,7 +68,7 @@ def test_the_digits_calibration_is_its_tail_bound():
     assert cal.tail.exponent == min(cal.tail.exponent_own, cal.tail.exponent_reference)
     assert cal.pair_rate == pytest.approx(cal.tail.anchor_rate * (cal.threshold / cal.tail.anchor) ** cal.tail.exponent)
     assert cal.pair_rate <= RATE_CAP * (1 + 1e-9)
-    # closer than any two natural digits of a class ever are (their closest pair: 7,160 grey levels^2)
+    # closer than any two natural digits of a class ever are (their closest pair: 7,168 grey levels^2)
     assert cal.pairs_within == 0 and cal.threshold * scale < smallest[0]
 
 
