@@ -46,17 +46,25 @@ def _verdict(per_metric: dict, pooled) -> str:
 
 
 def nav_links(tracks: list) -> list[tuple[str, str]]:
-    """A family's nav links: one per open track, and one per sealed twin in place of its K draws (the
-    twin's page, leaderboards/<group>.md, links each draw's board)."""
-    links, seen = [], set()
+    """A family's leaderboard nav links: one per open track, and one per sealed twin in place of its K
+    draws (the twin's page, leaderboards/<group>.md, links each draw's board)."""
+    return [(title, f"leaderboards/{title}.md") for title, _ in grouped_nav(tracks, "leaderboards/{}.md")]
+
+
+def grouped_nav(tracks: list, page: str) -> list[tuple]:
+    """Nav items (title, page.format(track id)) with a sealed twin's K draws nested under one item named
+    after the twin (the model cards: one card per draw, one nav entry per twin)."""
+    out, groups = [], {}
     for track in tracks:
         seal = getattr(track, "seal", None)
         if seal is None:
-            links.append((track.id, f"leaderboards/{track.id}.md"))
-        elif seal.group not in seen:
-            seen.add(seal.group)
-            links.append((seal.group, f"leaderboards/{seal.group}.md"))
-    return links
+            out.append((track.id, page.format(track.id)))
+            continue
+        if seal.group not in groups:
+            groups[seal.group] = []
+            out.append((seal.group, groups[seal.group]))
+        groups[seal.group].append((track.id, page.format(track.id)))
+    return out
 
 
 def twin_pages(tracks: list, reports: list, counts: dict[str, int]) -> list[dict]:
