@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from reconbench.core.seal import SealError, commitment, draw_members, new_key, open_draw
+from reconbench.image.models.sealed_registry import SEALED
 
 ATTACKS = Path(__file__).parent / "attacks"
 GROUP = "fashion-n100-sealed"
@@ -60,7 +61,7 @@ def test_a_bad_key_file_gets_one_message_naming_it(tmp_path):
 def sealed(tmp_path_factory):
     """A throwaway-key draw of fashion-n100-sealed: key file, registry file, and the draw's members."""
     from reconbench.core.tracks import SEALED_FILE, get_track, registry_path
-    from reconbench.image.models.sealed_registry import SEALED, draw_row
+    from reconbench.image.models.sealed_registry import draw_row
     from reconbench.image.models.training import TrainConfig
 
     home = tmp_path_factory.mktemp("sealed")
@@ -308,14 +309,25 @@ def test_draws_picks_all_or_the_first_n_of_a_sealed_twin():
         pick_draws("fashion-n100", "all")
 
 
+@pytest.mark.parametrize("group", sorted(SEALED))
+def test_each_shipped_sealed_twin_has_k_draws_pinned_and_nothing_secret(group):
+    from reconbench.core.io import sha256_file
+    from reconbench.core.tracks import embedded_file, sealed_draws
+    from reconbench.image.models.sealed_registry import DRAWS
+
+    draws = sealed_draws(group)
+    assert [t.seal.draw for t in draws] == list(range(DRAWS)) and {t.seal.draws for t in draws} == {DRAWS}
+    assert len({t.seal.commitment for t in draws}) == len(draws) and len({t.target_model_sha256 for t in draws}) == len(draws)
+    assert {t.target_set_sha256 for t in draws} == {draws[0].seal.pool_sha256}  # one public pool, K secret halves
+    assert all(t.holdout_set_sha256 is None for t in draws)  # the non-members are the pool's other half: sealed
+    assert all(sha256_file(embedded_file(t.source.model_file)) == t.target_model_sha256 for t in draws)  # pinned
+    assert {t.train_size for t in draws} == {draws[0].seal.pool_size // 2}
+
+
 def test_the_shipped_sealed_twin_names_its_draws_and_pins_nothing_secret():
     from reconbench.core.tracks import TrackError, all_tracks, get_track
 
     draws = [t for t in all_tracks() if t.seal is not None and t.seal.group == GROUP]
-    assert len(draws) == draws[0].seal.draws >= 2
-    assert len({t.seal.commitment for t in draws}) == len(draws) and len({t.target_model_sha256 for t in draws}) == len(draws)
-    assert {t.target_set_sha256 for t in draws} == {draws[0].seal.pool_sha256}  # one public pool, K secret halves
-    assert all(t.holdout_set_sha256 is None for t in draws)  # the non-members are the pool's other half: sealed
     with pytest.raises(TrackError, match=f"'{GROUP}' is a sealed twin of {len(draws)} draws"):
         get_track(GROUP)
 
@@ -347,11 +359,14 @@ def test_the_board_reports_each_attacks_mean_gap_across_the_sealed_examples_draw
     # the twin's page: one nav item in place of its draws, its draws' boards linked, the pooled count shown
     from reconbench.core.tracks import all_tracks
     from reconbench.leaderboard.pages import Pages
-    from reconbench.leaderboard.sealed import nav_links, twin_pages
+    from reconbench.leaderboard.sealed import grouped_nav, nav_links, twin_pages
 
     family = [t for t in all_tracks() if t.dataset == "fashion-mnist" and t.architecture == "mcnn" and not t.variant]
     links = [title for title, _ in nav_links(family)]
     assert links.count(GROUP) == 1 and not any(t.startswith(f"{GROUP}-d") for t in links) and "fashion-n100" in links
+    cards = grouped_nav(family, "tracks/{}.md")  # the model cards: the draws nested under the twin's one item
+    (nested,) = [items for title, items in cards if title == GROUP]
+    assert nested == [(f"{GROUP}-d{i}", f"tracks/{GROUP}-d{i}.md") for i in range(5)] and ("fashion-n100", "tracks/fashion-n100.md") in cards
     (twin,) = [p for p in twin_pages(family, reports, {}) if p["path"] == f"leaderboards/{GROUP}.md"]
     pages = Pages()
     pages.page(twin["path"], "sealed_group.md.j2", sealed=twin["sealed"], draws=twin["draws"])
