@@ -32,6 +32,10 @@ ATTACKS = [
     ("revealer", "static/white-box/same", "quick", ["gan_width_div=8", "gan_epochs=4"]),
     ("kedmi", "static/white-box/same", "quick", ["gan_width_div=8", "gan_epochs=4"]),
 ]
+# A twin whose model is not a CNN gets its own list: on the oddeven MLP, DeepDream and Haim et al.'s
+# reconstruction from a trained MLP at the open twin's quick entry (MI-Face returns all-black images there,
+# the same file on every draw, which the duplicate rule refuses)
+BY_TWIN = {"fashion-oddeven-n100-sealed": [ATTACKS[1], ("bias-rec", "static/white-box/none", "quick", ["epochs=500"])]}
 
 
 def main() -> None:
@@ -49,7 +53,7 @@ def main() -> None:
     done = {(p.name.rsplit("-", 2)[0]) for p in (args.root / TEAM).glob("*") if p.is_dir()}
     added = []
     for track in draws:
-        for attack, scenario, budget, options in ATTACKS:
+        for attack, scenario, budget, options in BY_TWIN.get(args.group, ATTACKS):
             if args.attack and attack not in args.attack:
                 continue
             stem = f"{track.id}-{attack}"

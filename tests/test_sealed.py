@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from reconbench.core.seal import SealError, commitment, draw_members, new_key, open_draw
+from reconbench.image.models.sealed_registry import SEALED
 
 ATTACKS = Path(__file__).parent / "attacks"
 GROUP = "fashion-n100-sealed"
@@ -60,7 +61,7 @@ def test_a_bad_key_file_gets_one_message_naming_it(tmp_path):
 def sealed(tmp_path_factory):
     """A throwaway-key draw of fashion-n100-sealed: key file, registry file, and the draw's members."""
     from reconbench.core.tracks import SEALED_FILE, get_track, registry_path
-    from reconbench.image.models.sealed_registry import SEALED, draw_row
+    from reconbench.image.models.sealed_registry import draw_row
     from reconbench.image.models.training import TrainConfig
 
     home = tmp_path_factory.mktemp("sealed")
@@ -98,7 +99,10 @@ def _carry(folder: Path, images: np.ndarray, labels: np.ndarray, per_file: int =
     (folder / "carried_data.py").write_text("".join(f"import {n}\n" for n in names) + f"PARTS = [{', '.join(names)}]\n")
 
 
-def _evaluate_and_submit(home: Path, track_id: str, spec: str, team: str):
+def _evaluate_and_submit(home: Path, track_id: str, spec: str, team: str, twin: bool = False):
+    """Evaluate on a draw, or (twin) on every draw of the twin `track_id` as `recon-submit evaluate --draws all`
+    does (the throwaway registry has one), and submit the result."""
+    from reconbench.api import evaluate_draws
     from reconbench.core.signing import generate_key
     from reconbench.image.evaluation import evaluate
     from reconbench.submissions.submit import submit_result
@@ -109,8 +113,14 @@ def _evaluate_and_submit(home: Path, track_id: str, spec: str, team: str):
         generate_key(user_key)
     out = home / f"result-{team}"
     shutil.rmtree(out, ignore_errors=True)
-    done = evaluate(track_id=track_id, attack_spec=spec, scenario="static/black-box/same", key_path=user_key, out=out,
-                    command="test_sealed")
+    if twin:
+        (done,) = evaluate_draws(spec, track_id, draws="all", out=out, key=user_key, scenario="static/black-box/same",
+                                 command_for_track=lambda t: f"test_sealed {t}")
+        out = done.folder
+        assert out.parent == home / f"result-{team}"  # one folder per draw inside --out
+    else:
+        done = evaluate(track_id=track_id, attack_spec=spec, scenario="static/black-box/same", key_path=user_key, out=out,
+                        command="test_sealed")
     root = home / f"submissions-{team}"
     submit_result(out, team, root=root, key_path=user_key, team_name=f"Team {team}")
     return done.result, root, root / team / done.result.payload.entry_id
@@ -130,8 +140,9 @@ def test_seal_train_evaluate_validate_reveal_verify(on_sealed, tmp_path):
 
     home, key, track_id = on_sealed
     track = get_track(track_id)
-    result, root, entry = _evaluate_and_submit(home, track_id, f"{ATTACKS / 'carried.py'}:AuxMean", "ref")
+    result, root, entry = _evaluate_and_submit(home, GROUP, f"{ATTACKS / 'carried.py'}:AuxMean", "ref", twin=True)
     payload = result.payload
+    assert payload.track == track_id and payload.provenance.command == f"test_sealed {track_id}"  # the twin ran as its draws
     # evaluate: metrics against the whole pool, no membership, a marker of what waits for validation
     assert payload.membership is None and payload.sealed is not None
     assert payload.sealed.status == "scored at validation" and set(payload.sealed.pending) == {"membership gap", "extraction count"}
@@ -265,14 +276,58 @@ def test_across_draws_matches_scipy_and_calls_no_leak_on_uniform_ps():
     assert not verdict({"ssim": a, "mse": across_draws(gaps, [0.6] * 5)})
 
 
+def test_count_across_draws_pools_the_poisson_rates_as_scipys_skellam():
+    """The extraction count across draws: totals, and the Skellam tail of the summed natural-null rates
+    (an independent reference: scipy.stats.skellam); one draw is that draw's own test."""
+    from scipy import stats
+
+    from reconbench.core.draws import count_across_draws
+    from reconbench.core.extraction import skellam_sf
+
+    draws = [dict(members=k, n_members=100, holdout=j, n_holdout=100, expected_members=lm, expected_holdout=lh)
+             for k, j, lm, lh in [(2, 0, 1e-3, 1e-3), (0, 0, 2e-3, 1e-3), (1, 1, 1e-3, 3e-3), (0, 0, 1e-3, 1e-3), (3, 0, 4e-3, 2e-3)]]
+    pooled = count_across_draws(draws)
+    assert (pooled.members, pooled.holdout, pooled.n_members, pooled.per_draw) == (6, 1, 500, (2, 0, 1, 0, 3))
+    assert pooled.p == pytest.approx(stats.skellam.sf(6 - 1 - 1, 9e-3, 8e-3), rel=1e-6) and pooled.extracts
+    one = count_across_draws(draws[:1])
+    assert one.p == pytest.approx(skellam_sf(2, 1e-3, 1e-3)) and one.draws == 1
+    nothing = count_across_draws([dict(d, members=0, holdout=0) for d in draws])
+    assert nothing.p == pytest.approx(stats.skellam.sf(-1, 9e-3, 8e-3), rel=1e-6) and not nothing.extracts
+    with pytest.raises(ValueError, match="no draw"):
+        count_across_draws([])
+
+
+def test_draws_picks_all_or_the_first_n_of_a_sealed_twin():
+    from reconbench.core.tracks import TrackError, pick_draws
+
+    assert [t.id for t in pick_draws(GROUP, "all")] == [f"{GROUP}-d{i}" for i in range(5)]
+    assert [t.id for t in pick_draws(GROUP, "2")] == [f"{GROUP}-d0", f"{GROUP}-d1"]
+    for bad in ("0", "6", "two"):
+        with pytest.raises(TrackError, match=f"--draws {bad}: give 'all' or a number of draws from 1 to 5"):
+            pick_draws(GROUP, bad)
+    with pytest.raises(TrackError, match="'fashion-n100' is not a sealed twin"):
+        pick_draws("fashion-n100", "all")
+
+
+@pytest.mark.parametrize("group", sorted(SEALED))
+def test_each_shipped_sealed_twin_has_k_draws_pinned_and_nothing_secret(group):
+    from reconbench.core.io import sha256_file
+    from reconbench.core.tracks import embedded_file, sealed_draws
+    from reconbench.image.models.sealed_registry import DRAWS
+
+    draws = sealed_draws(group)
+    assert [t.seal.draw for t in draws] == list(range(DRAWS)) and {t.seal.draws for t in draws} == {DRAWS}
+    assert len({t.seal.commitment for t in draws}) == len(draws) and len({t.target_model_sha256 for t in draws}) == len(draws)
+    assert {t.target_set_sha256 for t in draws} == {draws[0].seal.pool_sha256}  # one public pool, K secret halves
+    assert all(t.holdout_set_sha256 is None for t in draws)  # the non-members are the pool's other half: sealed
+    assert all(sha256_file(embedded_file(t.source.model_file)) == t.target_model_sha256 for t in draws)  # pinned
+    assert {t.train_size for t in draws} == {draws[0].seal.pool_size // 2}
+
+
 def test_the_shipped_sealed_twin_names_its_draws_and_pins_nothing_secret():
     from reconbench.core.tracks import TrackError, all_tracks, get_track
 
     draws = [t for t in all_tracks() if t.seal is not None and t.seal.group == GROUP]
-    assert len(draws) == draws[0].seal.draws >= 2
-    assert len({t.seal.commitment for t in draws}) == len(draws) and len({t.target_model_sha256 for t in draws}) == len(draws)
-    assert {t.target_set_sha256 for t in draws} == {draws[0].seal.pool_sha256}  # one public pool, K secret halves
-    assert all(t.holdout_set_sha256 is None for t in draws)  # the non-members are the pool's other half: sealed
     with pytest.raises(TrackError, match=f"'{GROUP}' is a sealed twin of {len(draws)} draws"):
         get_track(GROUP)
 
@@ -288,11 +343,34 @@ def test_the_board_reports_each_attacks_mean_gap_across_the_sealed_examples_draw
 
     root = Path(__file__).resolve().parents[1] / "submissions" / "sealed-examples"
     reports = [SimpleNamespace(team="sealed-examples", trust="re-scored", result=parse_result_json(p.parent / "result.json"),
-                               sealed=json.loads(p.read_text())) for p in sorted(root.glob("*/sealed.json"))]
+                               sealed=json.loads(p.read_text())) for p in sorted(root.glob(f"{GROUP}-d*/sealed.json"))]
     view = sealed_view(get_track(f"{GROUP}-d0"), reports)
     assert len(view["rows"]) >= 5
     for row in view["rows"]:
         gaps = [r.sealed["membership"]["ssim"]["gap"] for r in reports if r.result.payload.attack.name == row["attack"]]
         assert row["draws"] == len(gaps) == view["seal"].draws
         assert row["metrics"]["ssim"].mean == pytest.approx(np.mean(gaps))
-        assert row["verdict"] in ("leaks", "no leak shown")
+        assert row["verdict"].split(";")[0] in ("leaks", "no leak shown")
+        counts = [r.sealed["extraction"] for r in sorted(reports, key=lambda r: r.sealed["draw"])
+                  if r.result.payload.attack.name == row["attack"]]
+        pooled = row["extraction"]  # the count pooled over the draws: totals and each draw's
+        assert pooled.per_draw == tuple(c["members"] for c in counts) and pooled.members == sum(pooled.per_draw)
+        assert pooled.n_members == sum(c["n_members"] for c in counts) and pooled.holdout == sum(c["holdout"] for c in counts)
+    # the twin's page: one nav item in place of its draws, its draws' boards linked, the pooled count shown
+    from reconbench.core.tracks import all_tracks
+    from reconbench.leaderboard.pages import Pages
+    from reconbench.leaderboard.sealed import grouped_nav, nav_links, twin_pages
+
+    family = [t for t in all_tracks() if t.dataset == "fashion-mnist" and t.architecture == "mcnn" and not t.variant]
+    links = [title for title, _ in nav_links(family)]
+    assert links.count(GROUP) == 1 and not any(t.startswith(f"{GROUP}-d") for t in links) and "fashion-n100" in links
+    cards = grouped_nav(family, "tracks/{}.md")  # the model cards: the draws nested under the twin's one item
+    (nested,) = [items for title, items in cards if title == GROUP]
+    assert nested == [(f"{GROUP}-d{i}", f"tracks/{GROUP}-d{i}.md") for i in range(5)] and ("fashion-n100", "tracks/fashion-n100.md") in cards
+    (twin,) = [p for p in twin_pages(family, reports, {}) if p["path"] == f"leaderboards/{GROUP}.md"]
+    pages = Pages()
+    pages.page(twin["path"], "sealed_group.md.j2", sealed=twin["sealed"], draws=twin["draws"])
+    text = pages.markdown[twin["path"]]
+    assert all(f"]({GROUP}-d{i}.md)" in text for i in range(5)) and "members extracted (per draw)" in text
+    row = view["rows"][0]
+    assert f"{row['extraction'].members} of {row['extraction'].n_members}, holdout" in text

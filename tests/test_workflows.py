@@ -54,7 +54,7 @@ def load(path: Path) -> dict:
 
 
 def test_the_workflows_exist():
-    assert [p.name for p in FILES] == ["ci.yml", "reproduce.yml", "revalidate.yml", "site.yml", "validate.yml"]
+    assert [p.name for p in FILES] == ["ci.yml", "reproduce.yml", "revalidate.yml", "sealed.yml", "site.yml", "validate.yml"]
 
 
 def test_zizmor_finds_nothing_of_high_severity():
@@ -113,6 +113,53 @@ def test_validate_runs_the_base_toolkit_on_the_pull_requests_files():
     assert "recon-submit validate --paths-from" in runs and "$GITHUB_STEP_SUMMARY" in runs
     assert "mkdocs build --strict" in runs
     assert "secrets." not in (WORKFLOWS / "validate.yml").read_text()
+
+
+def test_the_sealed_numbers_use_the_key_without_running_pull_request_code():
+    """Issue 34: SEAL_KEY is read only in a workflow_run job after validate.yml, in the base repository's
+    context, gated by an environment; main's toolkit reads the pull request's files as data."""
+    text = (WORKFLOWS / "sealed.yml").read_text()
+    wf = load(WORKFLOWS / "sealed.yml")
+    assert wf["on"] == {"workflow_run": {"workflows": ["validate submissions"], "types": ["completed"]}}
+    assert load(WORKFLOWS / "validate.yml")["name"] == "validate submissions"
+    (job,) = wf["jobs"].values()
+    assert "workflow_run.event == 'pull_request'" in job["if"] and "conclusion == 'success'" in job["if"]
+    assert job["environment"] == "sealed-validation" and job["permissions"] == {"contents": "read"}
+    base, pr = [s for s in job["steps"] if s.get("uses", "").startswith("actions/checkout@")]
+    assert "ref" not in base["with"] and "repository" not in base["with"]  # main, as the event checks it out
+    assert pr["with"]["ref"] == "${{ github.event.workflow_run.head_sha }}" and pr["with"]["path"] == "pr"
+    assert pr["with"]["sparse-checkout"].split() == ["/submissions/"]  # data only: no code, no keys from it
+    runs = "\n".join(s.get("run", "") for s in job["steps"])
+    assert "pip install --quiet ./base" in runs and "./pr" not in runs
+    for never in ("make ", "pytest", "evaluate", "reproduce", "RECONBENCH_REPRODUCE_SECONDS", "--run-only"):
+        assert never not in runs, never
+    assert not any("${{" in s.get("run", "") for s in job["steps"])  # no expression is pasted into a shell line
+    keyed = [s for s in job["steps"] if "secrets." in yaml.safe_dump(s)]
+    assert len(keyed) == 1 and text.count("secrets.") == 1 and keyed[0]["env"]["SEAL_KEY"] == "${{ secrets.SEAL_KEY }}"
+    assert "--seal-key \"$key_file\"" in keyed[0]["run"] and "umask 077" in keyed[0]["run"] and "trap" in keyed[0]["run"]
+    assert "../base/maintainers/reproducers.toml" in keyed[0]["env"]["RECONBENCH_REPRODUCERS"]
+
+
+def test_the_sealed_workflow_lists_only_entries_that_differ_from_main(tmp_path):
+    """Its listing step, run here on a hostile tree: changed and new result.json files are listed (NUL-separated,
+    names as they are), unchanged ones and links are not, and no name is echoed."""
+    wf = load(WORKFLOWS / "sealed.yml")
+    script = next(s["run"] for s in wf["jobs"]["sealed"]["steps"] if s.get("name", "").startswith("List the entries"))
+    for side in ("base", "pr"):
+        for entry in ("same", "changed"):
+            (tmp_path / side / "submissions" / "t" / entry).mkdir(parents=True)
+            (tmp_path / side / "submissions" / "t" / entry / "result.json").write_text(entry + (side if entry == "changed" else ""))
+    odd = tmp_path / "pr" / "submissions" / "t" / "new\n$(id) ::error::x"
+    odd.mkdir()
+    (odd / "result.json").write_text("new")
+    (tmp_path / "pr" / "submissions" / "t" / "link").mkdir()
+    (tmp_path / "pr" / "submissions" / "t" / "link" / "result.json").symlink_to(tmp_path / "base" / "submissions" / "t" / "same" / "result.json")
+    res = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], cwd=tmp_path, env={"PATH": "/usr/bin:/bin"},
+                         capture_output=True, text=True, timeout=30)
+    assert res.returncode == 0, res.stderr
+    listed = sorted((tmp_path / "changed-paths.bin").read_text().split("\0")[:-1])
+    assert listed == ["submissions/t/changed/result.json", "submissions/t/new\n$(id) ::error::x/result.json"]
+    assert res.stdout.strip() == "2 entries to score" and "id" not in res.stdout
 
 
 def test_site_deploys_with_pages_actions():

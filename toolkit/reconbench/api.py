@@ -12,7 +12,7 @@ The CLI's `evaluate` and `score` call these functions. Heavy modules are importe
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
     import numpy as np
@@ -172,6 +172,21 @@ def evaluate(
     return modality.evaluate(attack, track, key_path=key_path, command_for=command_for, scenario=scenario, seed=seed,
                              device=device, options=options, budget=budget, out=out, weights_dir=weights_dir,
                              progress=progress, surrogate=surrogate, limits=limits)
+
+
+def evaluate_draws(attack: str | type[Attack], group: str, *, draws: str | int = "all", out: str | Path | None = None,
+                   command_for_track: Callable[[str], str] | None = None, **run: Any) -> list[EvaluationOutput]:
+    """`evaluate` on a sealed twin: the attack runs on each of its draws (`draws`: "all", or the first N),
+    one signed result per draw (docs/sealed.md). `out`: a folder to create, one result folder per draw in
+    it (out/<draw>/); by default each goes to ./recon-results/<entry-id>/. `command_for_track`: the command
+    line that reproduces the run on one draw; by default evaluate's own. Other arguments: as `evaluate`."""
+    from reconbench.core.tracks import pick_draws
+    from reconbench.pipeline.preflight import check_out
+
+    chosen = pick_draws(group, draws)
+    check_out(Path(out) if out is not None else None)  # before any draw runs: a bad --out costs no run
+    return [evaluate(attack, t.id, out=None if out is None else Path(out) / t.id,
+                     command=command_for_track(t.id) if command_for_track else None, **run) for t in chosen]
 
 
 def check_track_and_key(track: str, key_path: str | Path) -> Modality:

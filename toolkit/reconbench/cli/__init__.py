@@ -81,29 +81,38 @@ def evaluate(
     threads: Optional[int] = typer.Option(None, min=1, help="torch threads for this run and the attack's process "
                                           "(default: RECONBENCH_THREADS, else torch's default capped at the CPUs "
                                           "this process may use; docs/performance.md)"),
+    draws: Optional[str] = typer.Option(None, help="with a sealed twin as --track (e.g. fashion-n100-sealed): all "
+                                        "(the default; what the board's verdict needs) or N, the first N draws; one "
+                                        "signed result per draw, in --out/<draw>/ (docs/sealed.md)"),
 ) -> None:
-    """Run an attack on a track, score it, and write a signed result folder.
+    """Run an attack on a track, score it, and write a signed result folder (one per draw on a sealed twin).
 
     Example: recon-submit evaluate --track digits --attack mi-face --budget quick --out runs/mi-face
     """
     apply_offline(offline)
-    from reconbench.api import check_track_and_key, evaluate as run
+    from reconbench.api import check_track_and_key, evaluate as run, evaluate_draws
     from reconbench.core.signing import default_key_path, generate_key
     from reconbench.core.threads import set_threads
+    from reconbench.core.tracks import pick_draws, sealed_draws
 
     set_threads(threads)  # the attack's process gets the same count (isolation/parent.py)
     if key is None and not default_key_path().exists():
         generate_key(default_key_path())
         console.print(f"Created a signing key: [bold]{escape(default_key_path())}[/] (public key: {escape(default_key_path())}.pub)")
-    check_track_and_key(track, key or default_key_path())
+    twin = bool(draws is not None or sealed_draws(track))
+    check_track_and_key(pick_draws(track, draws or "all")[0].id if twin else track, key or default_key_path())
     from reconbench.image.attacks import Progress  # torch: after the checks that need none
-    output = run(
-        attack, track, scenario=scenario, seed=seed, device=device, out=out, key=key,
-        options=parse_overrides(set_), budget=budget, weights_dir=weights_dir, surrogate=surrogate,
-        progress=Progress(None if quiet else rich_task),
-        command=evaluate_command(track, attack, scenario, seed, device, set_, budget, surrogate),
-        limits=parse_limits(limit),
-    )
+    common = dict(scenario=scenario, seed=seed, device=device, key=key, options=parse_overrides(set_), budget=budget,
+                  weights_dir=weights_dir, surrogate=surrogate, progress=Progress(None if quiet else rich_task),
+                  limits=parse_limits(limit))
+    command_for = lambda t: evaluate_command(t, attack, scenario, seed, device, set_, budget, surrogate)  # noqa: E731
+    outputs = (evaluate_draws(attack, track, draws=draws or "all", out=out, command_for_track=command_for, **common)
+               if twin else [run(attack, track, out=out, command=command_for(track), **common)])
+    for output in outputs:
+        _print_run(output)
+
+
+def _print_run(output) -> None:
     payload = output.result.payload
     from reconbench.cli.commands.metric_table import print_metrics
     from reconbench.image.metrics import METRICS

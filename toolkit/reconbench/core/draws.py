@@ -13,6 +13,18 @@ with g_d the gap and p_d the one-sided permutation p of draw d:
                 p = P(chi^2_2K >= X) = exp(-X/2) sum_{i<K} (X/2)^i / i!
     verdict   = core/membership.entry_leaks over the metrics' combined p (Bonferroni), as for one draw
 
+The extraction count (core/extraction.py) is pooled, not Fisher-combined. Its p is discrete (with no
+member extracted it is about 1 in every draw), and Fisher's combination of discrete p-values is
+conservative. Under the count's natural null each draw's K_d and J_d are at most Poisson(lam_m,d) and
+Poisson(lam_h,d), and the draws are independent (their own members, model and run), so the totals are
+again Poisson with the summed rates and the same Skellam tail tests them:
+
+    k = sum_d k_d of sum_d n_d members,  j = sum_d j_d holdout items
+    p = P(K - J >= k - j),  K ~ Poisson(sum_d lam_m,d),  J ~ Poisson(sum_d lam_h,d)
+    extracts = k > j and p < ALPHA (the badge of one draw, on the totals)
+
+With one draw it is that draw's own test.
+
 The interval is the spread across draws (the draw and the attack's run both vary), so it is the
 uncertainty a reader needs about "this attack on this recipe", not about one model.
 benchmarks/bench_sealed_draws.py measures its false-positive rate and power for each K.
@@ -59,6 +71,37 @@ def across_draws(gaps: list[float], ps: list[float]) -> AcrossDraws:
     return AcrossDraws(k, mean, mean - half, mean + half, fisher_p(ps))
 
 
+@dataclass(frozen=True)
+class CountAcrossDraws:
+    members: int  # k: members extracted, summed over the draws
+    n_members: int
+    holdout: int  # j
+    n_holdout: int
+    per_draw: tuple[int, ...]  # k_d, in draw order
+    p: float  # the pooled Skellam tail (module docstring)
+
+    @property
+    def draws(self) -> int:
+        return len(self.per_draw)
+
+    @property
+    def extracts(self) -> bool:
+        return self.members > self.holdout and self.p < ALPHA
+
+
+def count_across_draws(counts: list[dict]) -> CountAcrossDraws:
+    """The extraction count pooled over the draws: `counts` are the draws' sealed.json "extraction"
+    records, each with its natural null's expected counts (expected_members, expected_holdout)."""
+    from reconbench.core.extraction import skellam_sf
+
+    if not counts:
+        raise ValueError("no draw's extraction count to pool")
+    k, j = sum(c["members"] for c in counts), sum(c["holdout"] for c in counts)
+    lam_m, lam_h = sum(c["expected_members"] for c in counts), sum(c["expected_holdout"] for c in counts)
+    return CountAcrossDraws(k, sum(c["n_members"] for c in counts), j, sum(c["n_holdout"] for c in counts),
+                            tuple(c["members"] for c in counts), skellam_sf(k - j, lam_m, lam_h))
+
+
 def verdict(per_metric: dict[str, AcrossDraws]) -> bool:
     """Leaks across draws: Bonferroni over the metrics' combined p (core/membership.entry_leaks) at ALPHA, with
     the mean gap of the metric that decides it on the members' side."""
@@ -68,4 +111,4 @@ def verdict(per_metric: dict[str, AcrossDraws]) -> bool:
     return entry_leaks([a.p for a in per_metric.values()]) and deciding.mean > 0
 
 
-__all__ = ["ALPHA", "AcrossDraws", "across_draws", "fisher_p", "verdict"]
+__all__ = ["ALPHA", "AcrossDraws", "CountAcrossDraws", "across_draws", "count_across_draws", "fisher_p", "verdict"]

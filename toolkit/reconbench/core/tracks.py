@@ -253,16 +253,40 @@ def all_tracks() -> list[Track]:
     return load_registry().tracks
 
 
+def sealed_draws(group: str) -> list[Track]:
+    """The draws of a sealed twin (<group>-d0 …), in draw order; [] for any other name."""
+    return sorted((t for t in all_tracks() if t.seal is not None and t.seal.group == group), key=lambda t: t.seal.draw)
+
+
+def pick_draws(group: str, draws: str | int = "all") -> list[Track]:
+    """`--draws all|N`: every draw of a sealed twin, or its first N (trying an attack out: the board's verdict
+    needs all K, a row with fewer says "partial")."""
+    found = sealed_draws(group)
+    if not found:
+        raise TrackError(f"--draws: '{group}' is not a sealed twin (its draws are what --draws picks; "
+                         "`recon-submit tracks` marks the sealed tracks)")
+    if str(draws) == "all":
+        return found
+    try:
+        n = int(draws)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= len(found):
+        raise TrackError(f"--draws {draws}: give 'all' or a number of draws from 1 to {len(found)} ('{group}' has {len(found)})")
+    return found[:n]
+
+
 def get_track(track_id: str) -> Track:
     for track in all_tracks():
         if track.id == track_id:
             return track
     import difflib
 
-    draws = [t.id for t in all_tracks() if t.seal is not None and t.seal.group == track_id]
+    draws = [t.id for t in sealed_draws(track_id)]
     if draws:  # a sealed twin is its K draws: an entry runs on each (the board's verdict needs them all)
-        raise TrackError(f"'{track_id}' is a sealed twin of {len(draws)} draws: evaluate each of them "
-                         f"({', '.join(draws)}); its board reports the mean across them (docs/sealed.md)")
+        raise TrackError(f"'{track_id}' is a sealed twin of {len(draws)} draws ({', '.join(draws)}): evaluate runs "
+                         f"on each with --track {track_id} --draws all; its board reports the mean across them "
+                         "(docs/sealed.md)")
     ids = [t.id for t in all_tracks()]
     close = difflib.get_close_matches(track_id, ids, n=3, cutoff=0.5)
     hint = f"did you mean {' or '.join(repr(c) for c in close)}?" if close else "see `recon-submit tracks --all`"

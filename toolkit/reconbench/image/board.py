@@ -30,7 +30,7 @@ from reconbench.leaderboard.calibration import track_calibration
 from reconbench.leaderboard.leakage import LEAK_LABELS
 from reconbench.leaderboard.pages import KNOWLEDGE
 from reconbench.leaderboard.reproduction import record_for as reproduction_record
-from reconbench.leaderboard.sealed import sealed_view
+from reconbench.leaderboard.sealed import nav_links as sealed_nav_links, sealed_view, twin_pages
 
 log = logging.getLogger(__name__)
 
@@ -112,10 +112,13 @@ class ImageBoard:
                        ranked_count=sum(t["ranked_count"] for t in tables), failed=failed,
                        family=view["family"], memo_chart=view["memo_chart"], quality_chart=view["quality_chart"],
                        calibration=track_calibration(track.id))
-        for key, members in families.items():  # nav: a family of several sizes is a sub-section
-            links = [(t.id, f"leaderboards/{t.id}.md") for t in members if t.id not in planned_ids]
+        for key, members in families.items():  # nav: a family of several sizes is a sub-section; a sealed twin is one item
+            links = sealed_nav_links([t for t in members if t.id not in planned_ids])
             if links:
                 nav["leaderboards"].append(links[0] if len(links) == 1 else (charts.family_title(members[0]), links))
+        counts = {v["track"].id: v["count"] for v in track_views}
+        for twin in twin_pages([t for t in tracks if t.id not in planned_ids], self.reports, counts):
+            pages.page(twin["path"], "sealed_group.md.j2", sealed=twin["sealed"], draws=twin["draws"])
         if planned:
             nav["leaderboards"].append(("Planned tracks", "leaderboards/planned.md"))
             pages.page("leaderboards/planned.md", "planned.md.j2", matrix=planned_matrix(planned), count=len(planned))

@@ -89,7 +89,8 @@ def extraction_count(track: Track, images: np.ndarray, labels: np.ndarray, membe
                          non_member_images.labels, cal.threshold, cal.pair_rate)
     return {"members": e.members, "n_members": e.n_members, "holdout": e.holdout, "n_holdout": e.n_holdout,
             "threshold": e.threshold, "p": e.p, "p_relabel": e.p_relabel, "extracts": e.extracts,
-            "text": e.sentence()}
+            # the natural null's expected counts: what pools the count across draws (core/draws.py)
+            "expected_members": e.expected_members, "expected_holdout": e.expected_holdout, "text": e.sentence()}
 
 
 def sealed_numbers(track: Track, key: bytes, images: np.ndarray, labels: np.ndarray, device: str = "cpu") -> dict:

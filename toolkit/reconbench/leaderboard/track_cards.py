@@ -100,6 +100,7 @@ def card_context(track) -> dict:
 def add_to_bundle(bundle) -> None:
     """The hook's call: a card per runnable track, an index, and the nav section `tracks`."""
     from reconbench.leaderboard.pages import Pages
+    from reconbench.leaderboard.sealed import grouped_nav
     from reconbench.core.tracks import TrackError, all_tracks
 
     try:
@@ -108,10 +109,9 @@ def add_to_bundle(bundle) -> None:
         log.warning("tracks registry unreadable: %s", exc)
         tracks = []
     pages = Pages()
-    nav = [("All model cards", INDEX)]
     for track in tracks:
         pages.page(PAGE.format(track.id), "track_card.md.j2", **card_context(track))
-        nav.append((track.id, PAGE.format(track.id)))
+    nav = [("All model cards", INDEX), *grouped_nav(tracks, PAGE)]  # a sealed twin's draws under one item
     pages.page(INDEX, "track_cards_index.md.j2", tracks=tracks)
     bundle.nav["tracks"] = nav
     bundle.files.update(pages.markdown)

@@ -33,6 +33,7 @@ class Twin:
 SEALED = {t.group: t for t in (
     Twin("fashion-n100-sealed", "fashion-n100", "mcnn-n100"),
     Twin("fashion-n500-sealed", "fashion-n500", "mcnn-n500"),
+    Twin("fashion-n1000-sealed", "fashion-n1000", "mcnn-n1000"),
     Twin("fashion-split5-n500-sealed", "fashion-split5-n500", "split5-mcnn-n500"),
     Twin("fashion-oddeven-n100-sealed", "fashion-oddeven-n100", "oddeven-mlp-n100"),
 )}
