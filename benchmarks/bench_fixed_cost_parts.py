@@ -10,6 +10,9 @@ command runs in a fresh interpreter, one torch thread, offline, best of --repeat
   import torch            python -c "import torch"
   import torch._dynamo    what the first call of torch.optim's optimisers imports (torch._disable_dynamo),
                           in the reference and in the attack's process alike (measured after torch)
+The last lines: evaluate and the floor of any two-interpreter design against the reference: the attack's
+process does at least the reference's work, and the evaluator imports torch at least (it holds the
+model and scores), so the floor is (reference + import torch) / reference.
 """
 
 from __future__ import annotations
@@ -74,6 +77,9 @@ def main() -> None:
     print("|---|---|")
     for k, v in best.items():
         print(f"| {k} | {v:.2f} |")
+    ref, torch_import = best["reference 5 iterations"], best["import torch"]
+    print(f"evaluate / reference: {best['evaluate 5 iterations (whole tree)'] / ref:.2f}x; two interpreters' floor, "
+          f"(reference + import torch) / reference: {(ref + torch_import) / ref:.2f}x")
 
 
 if __name__ == "__main__":
