@@ -94,3 +94,13 @@ def run_tree(argv: list[str], interval: float = 0.1, by_process: dict | None = N
     reap_orphans()
     wall = time.perf_counter() - t0
     return wall, max(children_cpu() - before, sum(seen.values()))
+
+
+def byte_compile(folder) -> None:
+    """Byte-compile a source tree, as a first run leaves it (Python writes __pycache__ as it imports):
+    a timing then measures every later run, even in a shell with PYTHONDONTWRITEBYTECODE=1, where each
+    command would otherwise compile the toolkit's modules from source (the attack's process never
+    writes bytecode, isolation.parent; it reads what is there)."""
+    import compileall
+
+    compileall.compile_dir(str(folder), quiet=1)

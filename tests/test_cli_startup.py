@@ -47,3 +47,20 @@ def test_scoring_and_the_digits_track_load_no_backbone_libraries(tmp_path):
     assert "torch" in loaded and "reconbench.image.metrics.score" in loaded
     heavy = ("torchvision", "torch._dynamo", "pytorch_fid", "lpips", "sklearn.datasets")
     assert not [m for m in heavy if m in loaded], sorted(m for m in loaded if m.split(".")[0] in heavy)
+
+
+def test_the_end_of_evaluate_reads_the_verdict_without_the_site_builder():
+    """Issue 37: `evaluate` prints the board's verdict (core/verdict.py, which the board re-exports)
+    without importing the leaderboard (pandas, jinja2): that import cost ~0.4-0.7 CPU-s per run."""
+    probe = ("from reconbench.leaderboard import leakage; import reconbench.core.verdict as v; "
+             "assert leakage.verdict is v.verdict and leakage.VERDICT_TEXT is v.VERDICT_TEXT")
+    first = ("import io, sys; from types import SimpleNamespace as N; from rich.console import Console; "
+             "from reconbench.cli.commands.verdict import print_verdict; "
+             "gap = N(status='computed', p=0.5, gap=0.01, low=-0.02, high=0.03); "
+             "print_verdict(Console(file=io.StringIO()), N(membership=N(metrics={'ssim': gap}))); "
+             "print(' '.join(sys.modules))")
+    env = {**os.environ, "PYTHONPATH": str(TOOLKIT)}
+    loaded = subprocess.run([sys.executable, "-c", first], env=env, capture_output=True, text=True, timeout=120,
+                            check=True).stdout.split()
+    assert not [m for m in loaded if m.startswith(("pandas", "reconbench.leaderboard", "jinja2", "torch"))]
+    subprocess.run([sys.executable, "-c", probe], env=env, check=True, timeout=300)

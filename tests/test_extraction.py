@@ -10,7 +10,8 @@ import math
 import numpy as np
 import pytest
 
-from reconbench.core.extraction import (ExtractionGroup, _relabel_distribution, extraction_count, skellam_sf)
+from reconbench.core.extraction import (ExtractionGroup, _poisson_pmf, _poisson_ppf, _poisson_sf, _relabel_distribution,
+                                       extraction_count, skellam_sf)
 from reconbench.core.membership import ALPHA
 from reconbench.core.tracks import get_track
 from reconbench.image.metrics.extraction import (RATE_CAP, TAIL_PAIRS, calibrate, flattest_chord, image_extraction,
@@ -111,6 +112,21 @@ def test_the_natural_null_is_scipys_skellam():
     for d, a, b in [(1, 0.01, 0.01), (2, 0.5, 0.3), (0, 0.2, 0.7), (3, 1.5, 0.0), (-1, 0.4, 0.9)]:
         want = skellam.sf(d - 1, a, b) if b > 0 else __import__("scipy.stats").stats.poisson.sf(d - 1, a)
         assert skellam_sf(d, a, b) == pytest.approx(want, rel=1e-9, abs=1e-15)
+
+
+def test_the_poisson_functions_are_scipy_stats_own_numbers():
+    """core/extraction.py takes Poisson's tail, quantile and mass from scipy.special (not importing
+    scipy.stats at every evaluation's start): bit for bit what scipy.stats.poisson gives."""
+    from scipy.stats import poisson
+
+    for lam in (1e-6, 3e-4, 0.01, 0.37, 1.0, 4.2, 30.0, 250.0):
+        assert _poisson_ppf(1 - 1e-16, lam) == int(poisson.ppf(1 - 1e-16, lam))
+        for q in (1e-9, 0.3, 0.5, 0.99):
+            assert _poisson_ppf(q, lam) == int(poisson.ppf(q, lam)), (q, lam)
+        k = np.arange(0, int(poisson.ppf(1 - 1e-16, lam)) + 3)
+        assert np.array_equal(_poisson_pmf(k, lam), poisson.pmf(k, lam)), lam
+        for j in range(1, 12):
+            assert _poisson_sf(j, lam) == float(poisson.sf(j - 1, lam)), (j, lam)
 
 
 def test_the_relabelling_distribution_is_the_enumerated_one():

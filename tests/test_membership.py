@@ -78,6 +78,23 @@ def test_top_k_rows_give_the_same_gap_and_null_as_full_rows():
     assert (a.gap, a.low, a.high, a.p) == pytest.approx((b.gap, b.low, b.high, b.p))
 
 
+def test_the_packed_first_member_search_finds_what_the_scan_finds():
+    """_best packs a row's K <= 64 sides into one word (the permutation test's cost); the argmax scan
+    over the booleans is the reference: the same best member and non-member, bit for bit."""
+    from reconbench.core.membership import _best, _best_by_scan, _permuted_labels
+
+    rng = np.random.default_rng(3)
+    for trial in range(60):
+        pool = int(rng.integers(1, 130))
+        scores = np.round(rng.normal(size=(int(rng.integers(1, 20)), pool)), 1)  # ties included
+        members = rng.random(pool) < rng.random()
+        g = Group.from_matrix("c", scores, members, bool(trial % 2))
+        for labels in (members, _permuted_labels(rng, members, 9), rng.random((4, pool)) < 0.03, np.ones((2, pool), bool)):
+            want = _best_by_scan(g.values, np.take(labels, g.columns, axis=-1))
+            got = _best(g.values, g.columns, labels)
+            assert all(np.array_equal(a, b) for a, b in zip(got, want)), (trial, pool)
+
+
 def test_the_interval_covers_zero_about_95_percent_of_the_time_under_h0():
     """Calibration: scores that know nothing of membership (every column drawn alike)."""
     rng = np.random.default_rng(5)

@@ -34,9 +34,14 @@ MOVED: dict[str, str] = {
 }
 
 
+_LONGEST_FIRST = sorted(MOVED, key=len, reverse=True)
+
+
 def new_name(name: str) -> str | None:
     """Where an old module name lives now, or None when it did not move."""
-    for old in sorted(MOVED, key=len, reverse=True):
+    if not name.startswith("reconbench."):  # the finder sees every import (torch's thousands): answer those at once
+        return None
+    for old in _LONGEST_FIRST:
         if name == old or name.startswith(old + "."):
             return MOVED[old] + name[len(old):]
     return None

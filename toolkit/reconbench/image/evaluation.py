@@ -56,7 +56,7 @@ DEFAULT_TRACK = "digits"
 EVALUATOR_MODULES = ("tempfile", "reconbench.core.io", "reconbench.image.results", "reconbench.core.attack_source", "reconbench.core.signing",
                      "reconbench.core.console", "reconbench.core.hub", "reconbench.image.metrics.score", "reconbench.image.metrics.fid",
                      "reconbench.image.metrics.leakage", "reconbench.core.membership", "reconbench.core.extraction",
-                     "reconbench.image.metrics.extraction", "scipy.stats", "reconbench.core.redact",
+                     "reconbench.image.metrics.extraction", "scipy.special", "reconbench.core.redact",
                      "reconbench.image.metrics.classifier", "reconbench.image.metrics.download", "reconbench.image.metrics.feature_cache",
                      "reconbench.image.models", "reconbench.image.track_files", "reconbench.image.data.digits", "reconbench.zoo.loading",
                      "reconbench.image.surrogate.route", "scipy.linalg.blas", "huggingface_hub",

@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from reconbench.image.metrics import METRICS
-from reconbench.core.membership import ALPHA, entry_leaks
+from reconbench.core.membership import ALPHA
+from reconbench.core.verdict import LEAKS, NO_LEAK, VERDICT_TEXT, verdict  # noqa: F401 - the board's names
 
 GAP_METRICS = ("fid", "ssim", "psnr", "mse", "lpips", "knn_dist", "bleu", "rouge_l", "similarity", "exact_match")
 GAP_FIELDS = ("", "_low", "_high", "_p", "_vs_target", "_vs_holdout")
@@ -29,23 +30,6 @@ LEAK_LABELS = {"knn_dist": "KNN distance", "acc_top1": "Acc@1", "acc_top5": "Acc
 SIGNIFICANCE_RULE = (f"an entry leaks when the smallest p of its metrics' membership gaps, times their number "
                      f"(Bonferroni over the metrics of one entry), is below {ALPHA:g} and that gap is positive "
                      "(reconbench.core.membership.entry_leaks)")
-LEAKS = f"membership signal (p < {ALPHA:g})"
-NO_LEAK = "no measurable leakage"
-VERDICT_TEXT = {
-    LEAKS: "on average closer to the training set than to the holdout: the smallest p of its metrics' mean gaps, "
-           f"times their number (Bonferroni), is below {ALPHA:g}. A signal about the members as a whole (an overfit "
-           "model's class statistics show it too), not a recovered sample: see the extraction count",
-    NO_LEAK: "its reconstructions are no closer to the training set than to images (texts) the model never saw",
-}
-
-
-def verdict(membership: dict) -> tuple[bool | None, str | None]:
-    ps = [g.p for g in membership.values() if g.status == "computed" and g.p is not None]
-    if not ps:
-        return None, None
-    leaks = entry_leaks(ps) and any(g.gap > 0 for g in membership.values() if g.status == "computed" and g.p is not None
-                                    and g.p * len(ps) < ALPHA)
-    return leaks, LEAKS if leaks else NO_LEAK
 
 
 def fill_row(row: dict, report, payload, pinned_holdout) -> None:

@@ -1,6 +1,6 @@
 """What a run's end says below its metrics (`evaluate`, `check`): the membership gap of each metric
 (value, 95% interval, one-sided p) and the verdict in the board's words, from the board's own rule
-(leaderboard.leakage.verdict), so the command line and the board never disagree.
+(core/verdict.py, which the board uses too), so the command line and the board never disagree.
 
 One function, `print_verdict`: what else the end of a run should say (an extraction count, a sealed
 track's "scored at validation") goes in here."""
@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from reconbench.core.console import escape
+from reconbench.core.verdict import VERDICT_TEXT, verdict
 
 
 def gap_rows(membership) -> list[tuple[str, str, str, str]]:
@@ -25,8 +26,6 @@ def gap_rows(membership) -> list[tuple[str, str, str, str]]:
 
 def print_verdict(console: Console, payload) -> None:
     """The membership gap table and the verdict line of a result's payload (image or text)."""
-    from reconbench.leaderboard.leakage import VERDICT_TEXT, verdict
-
     membership = getattr(payload, "membership", None)
     rows = gap_rows(membership)
     if not rows:
