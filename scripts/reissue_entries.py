@@ -9,7 +9,7 @@ had a reproduction record, and validated with re-scoring; the old folder is move
         [--root submissions] [--team reconbench-baselines] [--limit N] [ENTRY_DIR ...]
 
 Without ENTRY_DIR: every entry of the team whose result.json or reproduction.json fails the machine-path
-rule (submissions/checks/machine_paths.py), cheapest recorded wall time first. Prints one row per entry:
+rule (submissions/checks/machine_paths.py), cheapest recorded wall time first; ENTRY_DIRs in the order given. Prints one row per entry:
 old and new folder, whether the new reconstructions are byte-identical to the old ones, and the CPU
 seconds of the run and of the reproduction (this process's children). A new entry whose bytes differ is
 kept (it is the honest re-run) and said so.
@@ -69,8 +69,10 @@ def main(argv: list[str] | None = None) -> int:
     keys = default_key_path().parent
     team_key = args.key or keys / f"{args.team}.pem"
     reproducer_key = args.reproducer_key or keys / "reconbench-reproducer.pem"
-    folders = args.entries or [p for p in sorted((args.root / args.team).glob("*/")) if machine_path_problems(p)]
-    folders.sort(key=lambda p: parse_any_result(p / RESULT_FILE).payload.provenance.wall_seconds)
+    folders = args.entries
+    if not folders:
+        folders = [p for p in sorted((args.root / args.team).glob("*/")) if machine_path_problems(p)]
+        folders.sort(key=lambda p: parse_any_result(p / RESULT_FILE).payload.provenance.wall_seconds)
     rows = []
     for old in folders[: args.limit]:
         payload = parse_any_result(old / RESULT_FILE).payload
@@ -107,8 +109,11 @@ def main(argv: list[str] | None = None) -> int:
             if new is not None and new.exists():
                 shutil.rmtree(new)
             shutil.move(kept, old)  # nothing is lost on a failure
-            print(f"{old.name}: kept ({exc})", file=sys.stderr)
-            return 1
+            print(f"{old.name}: kept ({type(exc).__name__}: {exc})", file=sys.stderr, flush=True)
+            if not isinstance(exc, Exception):
+                raise
+            rows.append((old.name, "-", "-", "-", "- (failed: kept)"))
+            continue
         shutil.rmtree(kept.parent)
         rows.append((old.name, new.name, "yes" if same else "NO (kept: the honest re-run)",
                      f"{run_cpu:.0f}", f"{repro_cpu:.0f}"))
@@ -118,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|")
     for row in rows:
         print("| " + " | ".join(row) + " |")
-    return 0
+    return 1 if any(row[1] == "-" for row in rows) else 0
 
 
 if __name__ == "__main__":
