@@ -88,3 +88,44 @@ def test_the_rule_reads_every_published_file_and_each_platforms_paths(tmp_path):
         "team/entry/README.md: line 4 holds the machine path '/Users/carol/w/alexnet.pth'",
     ]
     assert no_machine_paths("C:\\Users\\bob\\w and /root/.cache/x") == "…/w and …/x"
+
+
+def test_bytes_listed_as_signed_before_the_redaction_warn_and_any_other_byte_fails(tmp_path_factory, tmp_path, monkeypatch):
+    import hashlib
+
+    from reconbench.reproduction.record import REPRODUCERS_ENV
+    from reconbench.submissions.checks.machine_paths import PENDING_FILE
+    from submission_helpers import failure, status
+
+    board = fresh_board(tmp_path_factory, tmp_path)
+    board.resign(lambda p: p["metrics"]["fid"].update(note="FID: not computed (no weights in /root/.cache/w)"))
+    where = f"alpha/{board.entry.name}/result.json"
+    maintainers = tmp_path / "maintainers"
+    maintainers.mkdir()
+    monkeypatch.setenv(REPRODUCERS_ENV, str(maintainers / "reproducers.toml"))
+    (maintainers / PENDING_FILE).write_text(
+        f'[[file]]\nfile = "{where}"\nsha256 = "{hashlib.sha256(board.result_json.read_bytes()).hexdigest()}"\n')
+    report = board.only()
+    assert status(report, "paths") == "warn" and report.trust != "failed"
+    assert f"{where}: signed before the toolkit cut machine paths (1 found)" in \
+        next(c.message for c in report.checks if c.name == "paths")
+    board.resign(lambda p: p["metrics"]["fid"].update(note="FID: not computed (no weights in /root/.cache/v)"))
+    assert failure(board.only()).name == "paths"  # other bytes: the list does not cover them
+
+
+def test_the_committed_entries_name_no_machine_path_but_the_listed_bytes():
+    """Every committed entry passes the rule, or its files are listed by their exact bytes; and every
+    listed line still names a committed file with those bytes (the list only shrinks)."""
+    import hashlib
+
+    from reconbench.submissions.checks.machine_paths import _published, machine_path_problems, pending
+
+    listed = pending(REPO / "maintainers" / "machine-paths-pending.toml")
+    found = {}
+    for entry in sorted((REPO / "submissions").glob("*/*/")):
+        for where, raw in _published(entry):
+            found[where] = hashlib.sha256(raw).hexdigest()
+        unlisted = [line for line in machine_path_problems(entry) if listed.get(line.split(":")[0]) != found[line.split(":")[0]]]
+        assert unlisted == [], unlisted
+    stale = {where: sha for where, sha in listed.items() if found.get(where) != sha}
+    assert stale == {}, "listed files no longer committed with those bytes: remove their lines"
