@@ -18,7 +18,6 @@ kept (it is the honest re-run) and said so.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
 import shutil
