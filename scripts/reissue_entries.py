@@ -53,6 +53,54 @@ def list_pending(root: Path) -> int:
     return 0
 
 
+def _setting(payload) -> tuple:
+    a, p = payload.attack, payload.provenance
+    return payload.track, a.name, payload.scenario, p.seed, a.budget, tuple(sorted(a.config.items()))
+
+
+def reissue_table(root: Path, team: str, base: str) -> int:
+    """Old entry (in BASE, gone now) beside its re-issue (new since BASE, same setting): the same bytes or
+    not, the run's and the reproduction re-run's wall seconds, and the metrics outside the reproduction
+    tolerances of the old claim."""
+    from reconbench.image.results import RESULT_FILE
+    from reconbench.reproduction import tolerances
+    from reconbench.reproduction.record import RECORD_FILE, read_record
+    from reconbench.text.results import parse_any_result
+
+    folder = f"{Path(root).resolve().relative_to(REPO)}/{team}/"
+
+    def listed(ref: str | None) -> set[str]:
+        """The entry folders of the team at `ref` (None: the index)."""
+        args = ["git", "ls-tree", "--name-only", ref, folder] if ref else ["git", "ls-files", folder]
+        out = subprocess.run(args, capture_output=True, text=True, check=True, cwd=REPO).stdout.split()
+        return {name for name in (line[len(folder):].split("/")[0] for line in out) if "." not in name}
+
+    before, now = listed(base), listed(None)
+    with tempfile.TemporaryDirectory() as tmp:
+        old = {}
+        for name in sorted(before - now):
+            blob = subprocess.run(["git", "show", f"{base}:{folder}{name}/{RESULT_FILE}"],
+                                  capture_output=True, check=True, cwd=REPO).stdout
+            (Path(tmp) / name).write_bytes(blob)
+            old[name] = parse_any_result(Path(tmp) / name).payload
+        print("| old entry | new entry | same reconstructions bytes | run wall s | reproduction re-run wall s "
+              "| outside the tolerances of the old claim |")
+        print("|---|---|---|---|---|---|")
+        for name in sorted(now - before):
+            new = root / team / name
+            payload = parse_any_result(new / RESULT_FILE).payload
+            twin = next((o for o, p in old.items() if _setting(p) == _setting(payload)), None)
+            if twin is None:
+                continue
+            was = old.pop(twin)
+            outside = [f"{m} {c.value:.4g} → {payload.metrics[m].value:.4g}" for m, c in sorted(was.metrics.items())
+                       if c.status == "computed" and not tolerances.for_metric(m).allows(c.value, payload.metrics[m].value)]
+            rerun = f"{read_record(new / RECORD_FILE).record.reported.wall_seconds:.0f}" if (new / RECORD_FILE).is_file() else "-"
+            same = "yes" if was.reconstructions.sha256 == payload.reconstructions.sha256 else "no"
+            print(f"| {twin} | {name} | {same} | {payload.provenance.wall_seconds:.0f} | {rerun} | {', '.join(outside) or 'none'} |")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("entries", nargs="*", type=Path)
@@ -61,12 +109,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--key", type=Path, default=None, help="the team's private key")
     parser.add_argument("--reproducer-key", type=Path, default=None)
     parser.add_argument("--limit", type=int, default=None, help="at most this many entries")
+    parser.add_argument("--report", metavar="BASE", default=None,
+                        help="re-run nothing: the table of this team's entries re-issued since git commit BASE")
     parser.add_argument("--list-pending", action="store_true",
                         help="re-run nothing: write the exact bytes of every entry file still holding a machine path "
                              "(any team) to maintainers/machine-paths-pending.toml")
     args = parser.parse_args(argv)
     if args.list_pending:
         return list_pending(args.root)
+    if args.report:
+        return reissue_table(args.root, args.team, args.report)
     os.environ["RECONBENCH_SANDBOX"] = "bubblewrap"  # a sandboxed run or an error, never a silent fallback
 
     from reconbench.core.io import sha256_file
