@@ -53,9 +53,12 @@ def list_pending(root: Path) -> int:
     return 0
 
 
-def _setting(payload) -> tuple:
-    a, p = payload.attack, payload.provenance
-    return payload.track, a.name, payload.scenario, p.seed, a.budget, tuple(sorted(a.config.items()))
+def _same_setting(old, new) -> bool:
+    """The same run: track, attack, cell, seed and budget, and every option the old entry recorded (an option
+    the attack gained since is recorded by the new one at its default)."""
+    def key(p):
+        return p.track, p.attack.name, p.scenario, p.provenance.seed, p.attack.budget
+    return key(old) == key(new) and old.attack.config.items() <= new.attack.config.items()
 
 
 def reissue_table(root: Path, team: str, base: str) -> int:
@@ -89,7 +92,7 @@ def reissue_table(root: Path, team: str, base: str) -> int:
         for name in sorted(now - before):
             new = root / team / name
             payload = parse_any_result(new / RESULT_FILE).payload
-            twin = next((o for o, p in old.items() if _setting(p) == _setting(payload)), None)
+            twin = next((o for o, p in old.items() if _same_setting(p, payload)), None)
             if twin is None:
                 continue
             was = old.pop(twin)
