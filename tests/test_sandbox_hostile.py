@@ -287,8 +287,8 @@ def test_without_bubblewrap_the_run_warns_once_and_records_none(tmp_path, monkey
     assert sandbox.choose() is None and sandbox.choose() is None
     err = capfd.readouterr().err.splitlines()
     assert err == ["warning: the attack runs without an OS sandbox (bubblewrap not found): it can read every file your "
-                   "user can (keys, ~/.ssh, tokens, caches, this checkout) and reach the network; the result records "
-                   "sandbox: none"]
+                   "user can (signing keys, the validation cache's key, ~/.ssh, tokens, caches, this checkout) and reach "
+                   "the network; the result records sandbox: none"]
     monkeypatch.setenv(sandbox.ENV_VAR, "sometimes")
     with pytest.raises(SandboxError, match="use one of auto, bubblewrap, none"):
         sandbox.choose()

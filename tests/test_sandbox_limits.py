@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shlex
 import shutil
+import subprocess
 import sys
 import tempfile
 import uuid
@@ -276,3 +278,72 @@ def test_reproduce_key_without_a_sandbox_refuses_before_the_attack_starts(tmp_pa
                 reproduce_entry(entry, key_path=key)
             assert not started.exists() and not drop.exists()
 
+
+
+# --- the task limit of a non-root evaluator ------------------------------------------------------------
+
+NOBODY = 65534
+
+
+def _reachable_as_nobody(paths: list[Path], staging: Path) -> str:
+    """Shell lines, run as root in a private mount namespace, that make `paths` reachable by another
+    user where a parent folder is not (an interpreter under a private home, as pyenv's under /root):
+    each blocking folder gets a tmpfs of its own in that namespace, with the needed paths bound back."""
+    lines = []
+    blocked: dict[Path, list[Path]] = {}
+    for path in paths:
+        for parent in reversed(path.parents[:-1]):  # from the top, "/" excluded
+            if not os.stat(parent).st_mode & 0o001:
+                blocked.setdefault(parent, []).append(path)
+                break
+    for i, (folder, inside) in enumerate(blocked.items()):
+        for j, path in enumerate(inside):
+            lines += [f"mkdir -p {staging}/{i}-{j}", f"mount --bind {path} {staging}/{i}-{j}"]
+        lines.append(f"mount -t tmpfs -o mode=0755 tmpfs {folder}")
+        for j, path in enumerate(inside):
+            lines += [f"mkdir -p {path}", f"mount --bind {staging}/{i}-{j} {path}"]
+    return "\n".join(lines)
+
+
+@needs_bwrap
+def test_the_task_limit_binds_a_non_root_evaluator():
+    """RLIMIT_NPROC does not bind uid 0 (the kernel exempts it, inside the sandbox's user namespace too,
+    whose uid 0 is the host's), so a root evaluator relies on its cgroup's pids.max and its own count.
+    As a non-root user (uid 65534, no cgroup of its own) the fork-many attack's fork fails at the limit
+    (RLIMIT_NPROC, counted per user namespace) and the run ends with its one line."""
+    if os.geteuid() != 0:
+        pytest.skip("already a non-root user: test_each_limit_ends_the_run_with_one_line_naming_it[pids] is this test")
+    missing = [tool for tool in ("unshare", "setpriv") if shutil.which(tool) is None]
+    if missing:
+        pytest.skip(f"{' and '.join(missing)} not installed (util-linux): cannot become uid {NOBODY} here")
+    drop = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+    probe = subprocess.run([*drop, shutil.which("bwrap"), "--unshare-user", "--ro-bind", "/", "/", "true"],
+                           capture_output=True, text=True, timeout=60)
+    if probe.returncode != 0:
+        pytest.skip(f"bubblewrap cannot start as a non-root user here ({probe.stderr.strip()[:200]}): "
+                    "unprivileged user namespaces are off")
+    repo = Path(__file__).resolve().parents[1]
+    scratch = Path(tempfile.mkdtemp(prefix="reconbench-nobody-"))  # not pytest's tmp_path: its parents are private
+    home = scratch / "home"
+    home.mkdir()
+    os.chown(home, NOBODY, NOBODY)
+    os.chmod(scratch, 0o755)
+    needed = sorted({Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), Path(sys.executable).resolve().parent,
+                     repo, Path(torch.__file__).resolve().parents[1]})
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(home), "RECONBENCH_SANDBOX": "bubblewrap",
+           "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(repo / "toolkit")}
+    run = [*drop, "env", "-i", *(f"{k}={v}" for k, v in env.items()), sys.executable,
+           str(repo / "tests" / "pids_as_nobody.py"), str(repo / "tests"), f"{ATTACKS / 'limits.py'}:Hog", str(SMALL.pids)]
+    script = _reachable_as_nobody(needed, scratch) + "\n" + " ".join(shlex.quote(a) for a in run)
+    try:
+        proc = subprocess.run(["unshare", "-m", "sh", "-ec", script], capture_output=True, text=True, timeout=300)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    out = proc.stdout.strip().splitlines()
+    assert out and out[-1].startswith("STOPPED "), proc.stdout[-2000:] + proc.stderr[-2000:]
+    line = out[-1].removeprefix("STOPPED ")
+    assert "\n" not in line and f"task (pids) limit of {SMALL.pids} was hit" in line and "--limit pids=" in line
+    # The attack's own report, when it is relayed before the evaluator's count stops the tree in the same
+    # tick (most runs): its fork was refused with EAGAIN below the limit, RLIMIT_NPROC binding a non-root uid.
+    for report in _reports(proc.stderr):
+        assert report["forked"] < SMALL.pids and "Resource temporarily unavailable" in report["refused"], report

@@ -17,7 +17,7 @@ from reconbench.image.metrics import score
 from reconbench.submissions import validate_entries
 from submission_helpers import failure, fresh_board, status
 
-CHECK_ORDER = ["structure", "schema", "identity", "signature", "registry", "reconstructions", "rescore", "copies", "nearcopies",
+CHECK_ORDER = ["structure", "schema", "identity", "signature", "paths", "registry", "reconstructions", "rescore", "copies", "nearcopies",
                "duplicates"]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +19,8 @@ from reconbench.submissions import validation_cache as vc
 from reconbench.submissions.validation_cache import ValidationCache
 from submission_helpers import failure, fresh_board
 from test_submissions_hostile import flip_one_pixel, replace_images
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -251,3 +254,22 @@ def test_without_a_secret_the_cache_is_inert(tmp_path):
     cache = ValidationCache(tmp_path / "cache", secret=b"")
     cache.store_record("checks", "a" * 64, {"x": 1})
     assert not (tmp_path / "cache").exists() and cache.load_record("checks", "a" * 64) is None
+
+
+def test_a_record_planted_under_this_machines_key_is_not_evidence_where_verdicts_are_published(
+        board, tmp_path, monkeypatch, calls):
+    """Issue 36: an attack run with RECONBENCH_SANDBOX=none reads what its user can, this machine's own
+    cache key (<config>/reconbench/validation-cache.key) included, and can plant a record under it. That
+    key authenticates this machine's cache only (none is no boundary, and its warning line says so): the
+    jobs that publish verdicts (site.yml, revalidate.yml) set CI's secret, and under it the record fails
+    and the outcome is re-derived."""
+    monkeypatch.setenv("RECONBENCH_HOME", str(tmp_path / "config"))  # this test's own machine key
+    monkeypatch.delenv(vc.KEY_ENV, raising=False)
+    stolen = vc.local_secret()  # what the unsandboxed attack reads
+    assert stolen and (tmp_path / "config" / "validation-cache.key").stat().st_mode & 0o077 == 0
+    plant(board, tmp_path, monkeypatch, tmp_path.parent / f"{tmp_path.name}-xdg" / "validation", secret=stolen)
+    assert claims_verified(board, monkeypatch, None)  # this machine's own validate: the planted record is reused
+    assert not claims_verified(board, monkeypatch, b"the CI secret")  # where CI publishes: re-derived
+    for workflow in ("site.yml", "revalidate.yml"):
+        text = (REPO / ".github" / "workflows" / workflow).read_text()
+        assert f"{vc.KEY_ENV}: ${{{{ secrets.VALIDATION_CACHE_KEY }}}}" in text, workflow

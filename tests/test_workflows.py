@@ -221,7 +221,7 @@ def _step_script(job: str, name_start: str) -> str:
 
 
 @pytest.mark.parametrize("entry, ok", [
-    ("submissions/reconbench-baselines/digits-mi-face-20261201020034-5fac14f0", True),
+    ("submissions/reconbench-baselines/digits-mi-face-20261204233733-5fac14f0", True),
     ("submissions/a/b.c_d-e", True),
     ("submissions/../maintainers", False),
     ("submissions/a/..", False),

@@ -1,7 +1,7 @@
 """The validator: every check, in order, for each entry; the entry stops at its first failure.
 
     1 structure  2 schema  3 identity (the team's slug and name look like no other's)  4 signature
-    5 registry  6 reconstructions  7 rescore  8 copies  9 nearcopies  10 sealed (a sealed track's numbers,
+    4b paths (no machine path in a signed or published file: checks/machine_paths.py)  5 registry  6 reconstructions  7 rescore  8 copies  9 nearcopies  10 sealed (a sealed track's numbers,
     with the board's key: checks/sealed.py)  11 duplicates  12 reproduction (the shipped attack source; a reproducer's signed record lifts trust
     to "reproduced")
 A modality may run a stage its own way (its plug-in's validation_stages, reconbench.modalities): a
@@ -51,6 +51,7 @@ from reconbench.submissions.checks import (
     copies,
     duplicates,
     identity,
+    machine_paths,
     nearcopies,
     reconstructions,
     registry,
@@ -74,6 +75,7 @@ STAGES: list[tuple[str, Callable[[Context], list[Check]]]] = [
     ("schema", schema.check),
     ("identity", identity.check),
     ("signature", signature.check),
+    ("paths", machine_paths.check),
     ("registry", registry.check),
     ("reconstructions", reconstructions.check),
     ("rescore", rescore.check),

@@ -26,7 +26,10 @@ set (a pull request's job, a contributor's machine) the secret is this machine's
 made on first use beside the signing key (<config>/validation-cache.key, mode 0600), outside any
 checkout and hidden from the attack's sandbox. It makes `make site` after `validate` re-score
 nothing on the machine that validated, and it authenticates nothing anywhere else: a restored or
-committed file made under another key fails and is re-derived. A stale file cannot be found either (its key changes with
+committed file made under another key fails and is re-derived. An attack run without the sandbox
+(RECONBENCH_SANDBOX=none: no boundary, and its warning says so) can read that file and plant records under
+it, which this machine's own validate would reuse; the jobs that publish verdicts set CI's secret, under
+which such a record fails (tests/test_validation_cache.py). A stale file cannot be found either (its key changes with
 whatever it depends on), so a tampered, truncated or stale cache costs time, never a verdict.
 The cache lives outside the checkout ($RECONBENCH_CACHE/validation, default
 $XDG_CACHE_HOME/reconbench/validation): validate_board ignores one inside the folder it validates.

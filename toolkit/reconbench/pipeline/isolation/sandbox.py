@@ -171,8 +171,9 @@ def _warn(why: str) -> None:
 @lru_cache(maxsize=None)
 def _warn_once(why: str) -> None:
     """One line per process and reason (a sweep runs many attacks)."""
-    print(f"warning: the attack runs without an OS sandbox ({why}): it can read every file your user can (keys, "
-          "~/.ssh, tokens, caches, this checkout) and reach the network; the result records sandbox: none",
+    print(f"warning: the attack runs without an OS sandbox ({why}): it can read every file your user can (signing "
+          "keys, the validation cache's key, ~/.ssh, tokens, caches, this checkout) and reach the network; the result "
+          "records sandbox: none",
           file=sys.stderr)
 
 
