@@ -122,3 +122,20 @@ def test_make_install_does_nothing_the_second_time(tmp_path):
     os.utime(stamp, (old, old))  # pyproject.toml changed since: install again
     assert "pip install -q -e ." in would_run("install")
     assert "pip install -q -e '.[test,cluster]'" in would_run("install-test")
+
+
+def test_the_walk_reads_the_write_an_attack_guide_as_written():
+    """.ci/first-hour-walk saves the guide's attack in the checkout under the name the guide gives and
+    runs the guide's own commands (issue 37): what it reads from the page is there."""
+    import importlib.util
+    from importlib.machinery import SourceFileLoader
+
+    loader = SourceFileLoader("first_hour_walk", str(ROOT / ".ci" / "first-hour-walk"))
+    walk = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+    loader.exec_module(walk)
+    name, code, lines = walk.guide_attack(ROOT / "site" / "write-an-attack.md")
+    assert name == "class_ascent.py" and "class ClassAscent(Attack)" in code
+    evaluate, verify = (shlex.split(line) for line in lines)
+    assert evaluate[:2] == [".venv/bin/recon-submit", "evaluate"] and "class_ascent.py:ClassAscent" in evaluate
+    assert evaluate[evaluate.index("--budget") + 1] == "quick"  # the walk's cost stays small
+    assert verify == [".venv/bin/recon-submit", "verify", evaluate[evaluate.index("--out") + 1]]
