@@ -104,9 +104,10 @@ def release_validation_memory() -> None:
     back to the system (glibc keeps freed small blocks otherwise): the pages and baselines that
     follow then start from less, which keeps the build's peak down (issue 37: <= 2 GB)."""
     from reconbench.leaderboard import heap
-    from reconbench.submissions import publicspace
+    from reconbench.submissions import publiccopy, publicspace
 
     publicspace.release()  # rebuilt on demand (their thresholds stay)
+    publiccopy.release()
     heap.trim()
 
 
