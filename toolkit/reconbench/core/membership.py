@@ -108,22 +108,30 @@ class Gap:
 def _best(values: np.ndarray, columns: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Best member and best non-member score per row, for labels of shape (P,) or (B, P)."""
     side = labels[..., columns] if labels.ndim == 1 else labels[:, columns]  # (n, K) or (B, n, K)
-    out = []
-    for want in (side, ~side):
-        first = want.argmax(axis=-1)
-        found = np.take_along_axis(want, first[..., None], axis=-1)[..., 0]
-        vals = np.broadcast_to(values, want.shape)
-        best = np.take_along_axis(vals, first[..., None], axis=-1)[..., 0]
-        # none of the row's K best on this side (only when K < P): its K-th value bounds the best
-        out.append(np.where(found, best, vals[..., -1]))
-    return out[0], out[1]
+    # The row's best item (position 0) is on one side; the best of the other side is the first
+    # position whose label differs from position 0's (one scan instead of one per side).
+    first = side[..., 0]
+    other = (side != first[..., None]).argmax(axis=-1)  # 0: every one of the K on position 0's side
+    # none of the row's K best on that side (only when K < P): its K-th value bounds the best
+    worse = np.where(other > 0, values[np.arange(values.shape[0]), other], values[:, -1])
+    top = values[:, 0]
+    return np.where(first, top, worse), np.where(first, worse, top)
 
 
 def _permuted_labels(rng: np.random.Generator, members: np.ndarray, count: int) -> np.ndarray:
-    """(count, P) random re-labellings with as many members as `members` holds."""
+    """(count, P) random re-labellings with as many members as `members` holds: in each row, the items
+    whose random keys are the m smallest (m members). A partition finds the m-th smallest key in
+    linear time; a row with a tie at it (float64 keys: as good as never) takes the ranks of a double
+    argsort, as every row did before, so the labels are the same either way."""
     keys = rng.random((count, members.shape[0]))
-    ranks = keys.argsort(axis=1).argsort(axis=1)
-    return ranks < int(members.sum())
+    m = int(members.sum())
+    if m in (0, members.shape[0]):
+        return np.full(keys.shape, bool(m))
+    labels = keys <= np.partition(keys, m - 1, axis=1)[:, m - 1:m]
+    tied = labels.sum(axis=1) != m
+    if tied.any():
+        labels[tied] = keys[tied].argsort(axis=1).argsort(axis=1) < m
+    return labels
 
 
 def membership_gap(groups: list[Group], larger_is_better: bool, n_total: int | None = None, worst: float = 0.0,
