@@ -108,7 +108,7 @@ def release_validation_memory() -> None:
 
     publicspace.release()  # rebuilt on demand (their thresholds stay)
     publiccopy.release()
-    heap.trim()
+    heap.trim(freeze=True)  # what is alive now (the reports, the modules) stays: later trims skip it
 
 
 def attack_catalogue(frames: list[pd.DataFrame]) -> list[dict]:

@@ -12,8 +12,14 @@ import ctypes
 import gc
 
 
-def trim() -> None:
+def trim(freeze: bool = False) -> None:
+    """Collect cyclic garbage and return freed heap to the system. `freeze`: then move every object
+    still alive to the collector's permanent generation (gc.freeze), so the later trims scan only what
+    was made after it: a full collection over the build's millions of objects (torch, transformers,
+    the validation reports) cost ~0.4 CPU-s a call, 35 calls a build (cProfile of the real board's build)."""
     gc.collect()
+    if freeze:
+        gc.freeze()
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):
