@@ -91,6 +91,23 @@ def test_the_default_run_s_time_is_the_example_entry_s_own_record():
     assert f"attack process {cpu} CPU-s" in bench
 
 
+def test_the_readme_says_what_the_benchmark_found_of_the_example_s_bytes():
+    """Whether `make evaluate` gives the example entry's bytes, at each thread count the benchmark ran
+    (issue 37: "made by this very run" had been checked at 1 thread only, where they differ)."""
+    bench = (ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8")
+    runs = re.findall(r"machine: .*?threads (\d+),.*?\n.*?\n  example entry of this setting: [\w-]+: (same|other) bytes",
+                      bench)
+    found = {int(t): kind for t, kind in runs}
+    assert {1, 2} <= set(found), found  # the CI machine has 2 cores: 2 threads; and 1
+    text = " ".join(timing("default").split())
+    if all(kind == "other" for kind in found.values()):
+        threads = " and at ".join(str(t) for t in sorted(found))
+        assert f"at {threads} threads, gave other bytes than it" in text and "this very run" not in text
+    else:
+        same = sorted(t for t, kind in found.items() if kind == "same")
+        assert all(f"same bytes at {t} threads" in text for t in same), text
+
+
 def test_the_first_submission_s_times_are_the_benchmark_s():
     text = " ".join(timing("first").split())
     assert "benchmarks/bench_first_submission.py" in text
