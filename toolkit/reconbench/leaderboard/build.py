@@ -64,6 +64,21 @@ def log_validation(done: int, total: int, report, seconds: float) -> None:
     how = ("from the validation cache" if report.from_cache else "re-scored" if report.verified else "checked")
     log.info("reconbench: validation %d/%d %s/%s: %s, %s in %.1f s (%s)", done, total, report.team,
              report.entry_id or "(team)", report.trust, how, seconds, usage())
+    _between_tracks(getattr(getattr(report.result, "payload", None), "track", None))
+
+
+_LAST_TRACK: list = [None]
+
+
+def _between_tracks(track: str | None) -> None:
+    """When validation moves to another track (entries come grouped by folder), hand the heap that the
+    last track's scoring freed back to the system, so that it is not still resident while the next
+    track's arrays are made (the build's peak grew track after track, issue 37)."""
+    if track != _LAST_TRACK[0]:
+        from reconbench.leaderboard import heap
+
+        _LAST_TRACK[0] = track
+        heap.release()
 
 
 @dataclass

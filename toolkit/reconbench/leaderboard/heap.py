@@ -20,6 +20,11 @@ def trim(freeze: bool = False) -> None:
     gc.collect()
     if freeze:
         gc.freeze()
+    release()
+
+
+def release() -> None:
+    """malloc_trim alone (no collection: cheap enough to call between two tracks' validation)."""
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):

@@ -98,6 +98,15 @@ def pixel_basis(pool: np.ndarray, dims: int = PIXEL_DIMS) -> np.ndarray:
     return np.ascontiguousarray(vectors[:, ::-1][:, :min(dims, d)].T)
 
 
+def project(flat: np.ndarray, axes: np.ndarray) -> np.ndarray:
+    """(N, k) float64: uint8 pixel rows in [0, 1] on the axes' rows, a block of rows at a time (a float64
+    copy of a whole public dataset would be 139 MB for 17,000 Fashion images, 573 MB for 70,000)."""
+    out = np.empty((len(flat), len(axes)))
+    for lo in range(0, len(flat), BASIS_ROWS):
+        out[lo:lo + BASIS_ROWS] = (flat[lo:lo + BASIS_ROWS].astype(np.float64) / 255.0) @ axes.T
+    return out
+
+
 _BASES: dict[tuple[str, str | None], np.ndarray] = {}
 
 
