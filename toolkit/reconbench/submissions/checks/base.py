@@ -83,7 +83,8 @@ class Context:
     reproduced: bool = False  # a valid reproduction record with verdict "reproduced" (checks/reproduction.py)
     membership: dict = field(default_factory=dict)  # metric -> GapResult recomputed against the holdout (rescore)
     gaps: dict = field(default_factory=dict)  # metric -> metrics.membership.Gap (per-reconstruction best values)
-    mirrored: dict = field(default_factory=dict)  # metric -> GapResult of the reconstructions mirrored (held rule)
+    # metric -> GapResult of the reconstructions mirrored (held rule); None: deferred (rescore.deferred_mirrored)
+    mirrored: dict | None = field(default_factory=dict)
     seal_key: bytes | None = None  # the board's seal key (validate --seal-key): sealed tracks' numbers (checks/sealed.py)
     write_sealed: bool = False  # write a missing sealed.json (maintainers, with the key)
     sealed: dict | None = None  # a sealed entry's record: recomputed with the key, or as CI recorded it
