@@ -295,3 +295,16 @@ def test_mirrored_gaps_deferred_by_rescore_are_computed_for_an_entry_that_is_not
     hold_extraordinary([not_lifted, lifted], tmp_path)
     assert calls == ["mirror"] and lifted.mirrored is None
     assert not_lifted.trust == "held" and "(reconstructions mirrored)" in not_lifted.held_reason
+
+
+def test_validate_defers_the_mirrored_gaps_of_an_example_entry_its_record_lifts():
+    """The real path: an example entry with an accepted reproduction record is reproduced, its mirrored
+    gaps deferred (not computed), and computing them later gives gaps of the mirrored reconstructions."""
+    from reconbench.submissions import validate_entries
+
+    root = Path(__file__).resolve().parents[1] / "submissions"
+    entry = next(p for p in sorted((root / "reconbench-baselines").glob("digits-deepdream-*")) if (p / "reproduction.json").is_file())
+    (report,) = validate_entries([entry], root=root, cache=False)
+    assert report.trust == "reproduced" and report.mirrored is None
+    later = report.mirrored_later()
+    assert {"mse", "ssim"} <= set(later) and all(g.status == "computed" for g in later.values())

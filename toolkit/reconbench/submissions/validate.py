@@ -62,6 +62,7 @@ from reconbench.submissions.checks import (
     signature,
     structure,
 )
+from reconbench.submissions.checks.rescore import deferred_mirrored
 from reconbench.submissions.keys import key_changes
 from reconbench.submissions.leakage import hold_extraordinary
 from reconbench.submissions.checks.base import Check, CheckFailed, Context, TrustLevel
@@ -254,7 +255,7 @@ def run_checks(unit: Unit, root: Path, board: Board, *, rescore: bool = True, de
                        evidence=dict(ctx.evidence) if trust == "held" else {},
                        membership=dict(ctx.membership), gaps=dict(ctx.gaps),
                        mirrored=None if ctx.mirrored is None else dict(ctx.mirrored),
-                       mirrored_later=None if ctx.mirrored is not None else partial(rescore.deferred_mirrored, ctx),
+                       mirrored_later=None if ctx.mirrored is not None else partial(deferred_mirrored, ctx),
                        from_cache=record is not None, sealed=ctx.sealed,
                        extraction=ctx.extraction)
 
