@@ -210,6 +210,7 @@ def run_checks(unit: Unit, root: Path, board: Board, *, rescore: bool = True, de
     """One unit's checks, in order; `stages`: only these (`check` on a run folder: those needing no board)."""
     ctx = Context(unit=unit, root=lexical(root), board=board, rescore=rescore, device=device, weights_dir=weights_dir,
                   seal_key=seal_key, write_sealed=write_sealed)
+    ctx.record_lifts = lambda: reproduction.record_accepted(ctx.entry_dir, ctx.result, ctx.unit.team)
     checks: list[Check] = []
     stopped = False
     chosen = STAGES if unit.entry_id else TEAM_STAGES if unit.team else STAGES[:1]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -85,6 +86,7 @@ class Context:
     gaps: dict = field(default_factory=dict)  # metric -> metrics.membership.Gap (per-reconstruction best values)
     # metric -> GapResult of the reconstructions mirrored (held rule); None: deferred (rescore.deferred_mirrored)
     mirrored: dict | None = field(default_factory=dict)
+    record_lifts: Callable[[], bool] | None = None  # whether the entry's own reproduction record is accepted
     seal_key: bytes | None = None  # the board's seal key (validate --seal-key): sealed tracks' numbers (checks/sealed.py)
     write_sealed: bool = False  # write a missing sealed.json (maintainers, with the key)
     sealed: dict | None = None  # a sealed entry's record: recomputed with the key, or as CI recorded it

@@ -133,9 +133,8 @@ def check(ctx: Context) -> list[Check]:
         # the mirrored gaps serve only the held rule, which never looks at a reproduced entry: an entry
         # whose own reproduction record is accepted gets them later, only if it ends up not lifted
         # (leakage.hold_extraordinary calls deferred_mirrored); the rule itself is unchanged
-        from reconbench.submissions.checks.reproduction import record_accepted
-
-        ctx.mirrored = None if record_accepted(ctx.entry_dir, ctx.result, ctx.unit.team) else mirrored(ctx, target, holdout)
+        lifted = ctx.record_lifts is not None and ctx.record_lifts()
+        ctx.mirrored = None if lifted else mirrored(ctx, target, holdout)
     for name in sorted(set(claimed) - set(report.metrics)):
         checks.append(Check(f"rescore.{name}", "fail", f"claimed {_fmt(claimed[name])}, but this toolkit has no such metric"))
     ctx.unverified = [n for n, actual in report.metrics.items()
