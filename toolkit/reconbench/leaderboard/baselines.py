@@ -152,9 +152,14 @@ def pseudo_labelled(track, aux):
     from reconbench.image.track_files import load_target_model
 
     model = load_target_model(track)
-    with torch.no_grad():
-        predicted = torch.cat([model(aux.as_float()[i:i + 1024]).argmax(1) for i in range(0, len(aux), 1024)])
+    with torch.no_grad():  # a batch at a time, converted as it goes (as_float's pixels): 1,024 at once took
+        # ~590 MB of activations on fashion-split5, the site build's peak (issue 37)
+        predicted = torch.cat([model(torch.from_numpy(aux.images[i:i + PSEUDO_BATCH]).float() / 255.0).argmax(1)
+                               for i in range(0, len(aux), PSEUDO_BATCH)])
     return ArraySet(aux.images, predicted.numpy().astype(np.int64))
+
+
+PSEUDO_BATCH = 128
 
 
 def all_baselines(tracks, gaps_for=None) -> dict[str, list[dict]]:

@@ -153,6 +153,9 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
     pages in turn: the boards, the attack pages of every built-in attack, the entries and downloads."""
     from reconbench.modalities import MODALITIES, for_attack, for_result
 
+    from reconbench.leaderboard import heap
+
+    heap.large_blocks_unmapped()
     timings: dict[str, float] = StageLog()
     t0 = time.perf_counter()
     reports = load_reports(root, rescore=rescore, device=device)
