@@ -46,7 +46,7 @@ class StageLog(dict):
             log.info("reconbench: %s done in %.1f s (%s)", STAGE_NAMES.get(stage, stage), seconds, usage())
 
 
-STAGE_NAMES = {"validate": "validation", "frame": "the board's table", "baselines": "reference baselines",
+STAGE_NAMES = {"warm_baselines": "reference baselines, scored before validation", "validate": "validation", "frame": "the board's table", "baselines": "reference baselines",
                "boards": "boards and charts", "entries": "entry pages", "galleries": "galleries (within entry pages)"}
 
 
@@ -114,6 +114,29 @@ def load_reports(root: Path, *, rescore: bool, device: str) -> list:
     return list(validate_entries(paths, root=root, rescore=rescore, device=device, progress=log_validation))
 
 
+def warm_reference_baselines(root: Path) -> None:
+    """Score the reference baselines (leaderboard/baselines.py) before validation, for the same tracks and
+    with gaps where the same entries stand: their scores land in the on-disk baseline cache, which the
+    boards read after validation. Their large temporaries (a 1,000-image track's scoring) then come on
+    top of a fresh process, not of what validation leaves resident (issue 37: the build's peak)."""
+    import json
+
+    from reconbench.core.tracks import TrackError, all_tracks
+    from reconbench.leaderboard import baselines, heap
+
+    tracks = set()
+    for result in Path(root).glob("*/*/result.json"):
+        try:
+            tracks.add(json.loads(result.read_text(encoding="utf-8"))["payload"]["track"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # validation reports it; the board then scores what it needs itself
+    try:
+        baselines.all_baselines(all_tracks(), gaps_for=tracks)
+    except TrackError as exc:
+        log.warning("tracks registry unreadable: %s", exc)
+    heap.trim()
+
+
 def release_validation_memory() -> None:
     """Drop what only validation needed (the public pools' search structures) and hand the freed heap
     back to the system (glibc keeps freed small blocks otherwise): the pages and baselines that
@@ -158,9 +181,12 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
     heap.large_blocks_unmapped()
     timings: dict[str, float] = StageLog()
     t0 = time.perf_counter()
+    warm_reference_baselines(root)
+    timings["warm_baselines"] = time.perf_counter() - t0
+    t_val = time.perf_counter()
     reports = load_reports(root, rescore=rescore, device=device)
     release_validation_memory()
-    timings["validate"] = time.perf_counter() - t0
+    timings["validate"] = time.perf_counter() - t_val
     # an entry whose result.json did not parse goes to the first modality's board, which lists it as failed
     boards = {m: m.board([r for r in reports if for_result(r.result) is m], rescore=rescore, galleries=galleries,
                          site_url=site_url, timings=timings) for m in MODALITIES}
