@@ -130,6 +130,7 @@ def warm_reference_baselines(root: Path) -> None:
             tracks.add(json.loads(result.read_text(encoding="utf-8"))["payload"]["track"])
         except (OSError, ValueError, KeyError, TypeError):
             continue  # validation reports it; the board then scores what it needs itself
+    heap.trim(freeze=True)  # the imports stay: each track's trim below then scans only that track's objects
     try:
         baselines.all_baselines(all_tracks(), gaps_for=tracks)
     except TrackError as exc:
