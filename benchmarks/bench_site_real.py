@@ -1,6 +1,6 @@
 """The real board's site build (submissions/ as committed) from an empty cache, then again warm.
 
-    .venv/bin/python benchmarks/bench_site_real.py [--warm] [--keep-log FILE]
+    .venv/bin/python benchmarks/bench_site_real.py [--warm] [--keep-log FILE] [--keep-site DIR]
 
 Runs `mkdocs build --strict` as `make site` does, in a fresh interpreter with an empty toolkit cache
 (RECONBENCH_CACHE: no validation records, no cached features), one torch thread, offline, into a
@@ -19,6 +19,7 @@ import argparse
 import os
 import re
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -72,6 +73,7 @@ def main() -> None:
     p.add_argument("--warm", action="store_true", help="build a second time with the cache the first left")
     p.add_argument("--keep-log", type=Path, help="copy the cold build's log here")
     p.add_argument("--top", type=int, default=8, help="costliest entries listed")
+    p.add_argument("--keep-site", type=Path, help="copy the last build's site here (for screenshots)")
     args = p.parse_args()
     adopt_orphans()
     load = os.getloadavg()[0]
@@ -87,6 +89,8 @@ def main() -> None:
                     args.keep_log.write_text(log.read_text(errors="replace"))
             report(name, wall, cpu, peak, log, args.top)
             print(f"  ({time.strftime('%H:%M', time.gmtime(t0))} UTC start)")
+        if args.keep_site:
+            shutil.copytree(work / "public", args.keep_site, dirs_exist_ok=True)
     print(f"{os.cpu_count()} CPUs, load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; one torch thread")
 
 

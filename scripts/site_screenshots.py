@@ -58,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--page", action="append", default=None, help="a page path under the site (repeatable)")
     args = parser.parse_args(argv)
     pages = args.page or [DEFAULT_PAGES[0], first_entry_page(args.site), DEFAULT_PAGES[1]]
-    for file in shoot(args.site, args.out, [p for p in pages if p]):
+    # "" is the home page (only a page that could not be found, None, is left out)
+    for file in shoot(args.site, args.out, [p for p in pages if p is not None]):
         print(file)
     return 0
 

@@ -278,3 +278,33 @@ def test_a_tampered_claimed_gap_is_caught_by_validate(tmp_path_factory, tmp_path
                                                                        p=1e-9))
     check = next(c for c in board.only(rescore=True).checks if c.name == "rescore.membership.ssim")
     assert check.status == "fail" and "p " in check.message, check.to_dict()
+
+
+def test_mirrored_gaps_deferred_by_rescore_are_computed_for_an_entry_that_is_not_lifted(digits, honest, tmp_path):
+    """rescore defers the mirrored gaps of an entry whose own reproduction record looks accepted (the
+    site build's cost); the held rule computes them when such an entry is not lifted after all, and
+    never for a reproduced one: the rule reads the same gaps as before."""
+    track, splits, holdout = digits
+    mirrored = _mirrored(np.ascontiguousarray(splits.target.images[..., ::-1]), splits.target.labels, splits.target,
+                         holdout)
+    calls = []
+    not_lifted = _Report("mirror", "re-scored", dict(honest))
+    lifted = _Report("mirror-reproduced", "reproduced", dict(honest), team="b-team")
+    for r, value in ((not_lifted, mirrored), (lifted, {})):
+        r.mirrored, r.mirrored_later = None, (lambda r=r, value=value: calls.append(r.entry_id) or value)
+    hold_extraordinary([not_lifted, lifted], tmp_path)
+    assert calls == ["mirror"] and lifted.mirrored is None
+    assert not_lifted.trust == "held" and "(reconstructions mirrored)" in not_lifted.held_reason
+
+
+def test_validate_defers_the_mirrored_gaps_of_an_example_entry_its_record_lifts():
+    """The real path: an example entry with an accepted reproduction record is reproduced, its mirrored
+    gaps deferred (not computed), and computing them later gives gaps of the mirrored reconstructions."""
+    from reconbench.submissions import validate_entries
+
+    root = Path(__file__).resolve().parents[1] / "submissions"
+    entry = next(p for p in sorted((root / "reconbench-baselines").glob("digits-deepdream-*")) if (p / "reproduction.json").is_file())
+    (report,) = validate_entries([entry], root=root, cache=False)
+    assert report.trust == "reproduced" and report.mirrored is None
+    later = report.mirrored_later()
+    assert {"mse", "ssim"} <= set(later) and all(g.status == "computed" for g in later.values())

@@ -162,16 +162,28 @@ def test_board_says_what_it_ranks(board):
 
 
 def test_ssim_convention_beside_every_ssim_header(board):
-    from reconbench.image.metrics.info import SSIM_CONVENTION
+    from reconbench.image.metrics.info import ssim_convention
 
     out, good, _, _ = board
-    note = str(markupsafe.escape(SSIM_CONVENTION))  # as jinja escapes it
+    note = str(markupsafe.escape(ssim_convention([(8, 8)])))  # as jinja escapes it: the digits images' window
+    assert "valid window 7x7 on these 8x8 images" in note
     for path in ("leaderboards/digits/index.html", "leaderboards/index.html", "attacks/mi-face/index.html",
                  f"entries/honest/{good.name}/index.html"):
         page = read(out, path)
         assert f'title="{note}"' in page, path  # the header's tooltip
         assert f"<strong>SSIM</strong>: {note}</li>" in page, path  # and the footnote under the table
     assert "population (biased) covariance" in read(out, "methodology/index.html")
+
+
+def test_ssim_footnote_names_the_window_of_the_tracks_images():
+    """A 32x32 track's footnote gives its own window (11x11), not the 8x8 digits' (issue 37)."""
+    from reconbench.leaderboard.pages import caveat_for
+
+    fashion = caveat_for("ssim", ["fashion-n100"])
+    assert "valid window 11x11 on these 32x32 images" in fashion and "8x8 images" not in fashion
+    both = caveat_for("ssim", ["digits", "fashion-n100"])
+    assert "7x7 on these 8x8 images, 11x11 on these 32x32 images" in both
+    assert "7x7 on 8x8" in caveat_for("ssim")  # no track: the general rule
 
 
 def test_gallery_shows_reconstructions_above_their_matched_targets(board):

@@ -98,7 +98,7 @@ def test_the_board_shows_its_calibration_and_the_extraction_count(bundle):
     html = _html(bundle, "leaderboards/digits.md")
     heads = [h.strip() for h in re.findall(r"<th[^>]*>([^<]+)", html)]
     assert "Extraction" in heads and heads.index("Leakage") < heads.index("Extraction")
-    assert re.search(r'<span class="rb-extraction"[^>]*>0 of 500 \(holdout: 0\), p ', html)
+    assert re.search(r'<span class="rb-extraction"[^>]*>0 of 500</span><span class="rb-interval">holdout: 0, p ', html)
     cal = track_calibration("digits")
     assert "What a verdict can mean here" in html
     assert ("barely separates its members" in html) == cal["membership_baseline"]["barely_separates"]

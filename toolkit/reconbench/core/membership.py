@@ -148,10 +148,19 @@ def _best_by_scan(values: np.ndarray, side: np.ndarray) -> tuple[np.ndarray, np.
 
 
 def _permuted_labels(rng: np.random.Generator, members: np.ndarray, count: int) -> np.ndarray:
-    """(count, P) random re-labellings with as many members as `members` holds."""
+    """(count, P) random re-labellings with as many members as `members` holds: in each row, the items
+    whose random keys are the m smallest (m members). A partition finds the m-th smallest key in
+    linear time; a row with a tie at it (float64 keys: as good as never) takes the ranks of a double
+    argsort, as every row did before, so the labels are the same either way."""
     keys = rng.random((count, members.shape[0]))
-    ranks = keys.argsort(axis=1).argsort(axis=1)
-    return ranks < int(members.sum())
+    m = int(members.sum())
+    if m in (0, members.shape[0]):
+        return np.full(keys.shape, bool(m))
+    labels = keys <= np.partition(keys, m - 1, axis=1)[:, m - 1:m]
+    tied = labels.sum(axis=1) != m
+    if tied.any():
+        labels[tied] = keys[tied].argsort(axis=1).argsort(axis=1) < m
+    return labels
 
 
 def membership_gap(groups: list[Group], larger_is_better: bool, n_total: int | None = None, worst: float = 0.0,

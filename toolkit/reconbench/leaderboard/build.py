@@ -46,7 +46,7 @@ class StageLog(dict):
             log.info("reconbench: %s done in %.1f s (%s)", STAGE_NAMES.get(stage, stage), seconds, usage())
 
 
-STAGE_NAMES = {"validate": "validation", "frame": "the board's table", "baselines": "reference baselines",
+STAGE_NAMES = {"warm_baselines": "reference baselines, scored before validation", "validate": "validation", "frame": "the board's table", "baselines": "reference baselines",
                "boards": "boards and charts", "entries": "entry pages", "galleries": "galleries (within entry pages)"}
 
 
@@ -64,6 +64,21 @@ def log_validation(done: int, total: int, report, seconds: float) -> None:
     how = ("from the validation cache" if report.from_cache else "re-scored" if report.verified else "checked")
     log.info("reconbench: validation %d/%d %s/%s: %s, %s in %.1f s (%s)", done, total, report.team,
              report.entry_id or "(team)", report.trust, how, seconds, usage())
+    _between_tracks(getattr(getattr(report.result, "payload", None), "track", None))
+
+
+_LAST_TRACK: list = [None]
+
+
+def _between_tracks(track: str | None) -> None:
+    """When validation moves to another track (entries come grouped by folder), hand the heap that the
+    last track's scoring freed back to the system, so that it is not still resident while the next
+    track's arrays are made (the build's peak grew track after track, issue 37)."""
+    if track != _LAST_TRACK[0]:
+        from reconbench.leaderboard import heap
+
+        _LAST_TRACK[0] = track
+        heap.release()
 
 
 @dataclass
@@ -99,15 +114,40 @@ def load_reports(root: Path, *, rescore: bool, device: str) -> list:
     return list(validate_entries(paths, root=root, rescore=rescore, device=device, progress=log_validation))
 
 
+def warm_reference_baselines(root: Path) -> None:
+    """Score the reference baselines (leaderboard/baselines.py) before validation, for the same tracks and
+    with gaps where the same entries stand: their scores land in the on-disk baseline cache, which the
+    boards read after validation. Their large temporaries (a 1,000-image track's scoring) then come on
+    top of a fresh process, not of what validation leaves resident (issue 37: the build's peak)."""
+    import json
+
+    from reconbench.core.tracks import TrackError, all_tracks
+    from reconbench.leaderboard import baselines, heap
+
+    tracks = set()
+    for result in Path(root).glob("*/*/result.json"):
+        try:
+            tracks.add(json.loads(result.read_text(encoding="utf-8"))["payload"]["track"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # validation reports it; the board then scores what it needs itself
+    heap.trim(freeze=True)  # the imports stay: each track's trim below then scans only that track's objects
+    try:
+        baselines.all_baselines(all_tracks(), gaps_for=tracks)
+    except TrackError as exc:
+        log.warning("tracks registry unreadable: %s", exc)
+    heap.trim()
+
+
 def release_validation_memory() -> None:
     """Drop what only validation needed (the public pools' search structures) and hand the freed heap
     back to the system (glibc keeps freed small blocks otherwise): the pages and baselines that
     follow then start from less, which keeps the build's peak down (issue 37: <= 2 GB)."""
     from reconbench.leaderboard import heap
-    from reconbench.submissions import publicspace
+    from reconbench.submissions import publiccopy, publicspace
 
     publicspace.release()  # rebuilt on demand (their thresholds stay)
-    heap.trim()
+    publiccopy.release()
+    heap.trim(freeze=True)  # what is alive now (the reports, the modules) stays: later trims skip it
 
 
 def attack_catalogue(frames: list[pd.DataFrame]) -> list[dict]:
@@ -137,11 +177,17 @@ def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleri
     pages in turn: the boards, the attack pages of every built-in attack, the entries and downloads."""
     from reconbench.modalities import MODALITIES, for_attack, for_result
 
+    from reconbench.leaderboard import heap
+
+    heap.large_blocks_unmapped()
     timings: dict[str, float] = StageLog()
     t0 = time.perf_counter()
+    warm_reference_baselines(root)
+    timings["warm_baselines"] = time.perf_counter() - t0
+    t_val = time.perf_counter()
     reports = load_reports(root, rescore=rescore, device=device)
     release_validation_memory()
-    timings["validate"] = time.perf_counter() - t0
+    timings["validate"] = time.perf_counter() - t_val
     # an entry whose result.json did not parse goes to the first modality's board, which lists it as failed
     boards = {m: m.board([r for r in reports if for_result(r.result) is m], rescore=rescore, galleries=galleries,
                          site_url=site_url, timings=timings) for m in MODALITIES}

@@ -213,6 +213,18 @@ def caveated(metrics) -> list[str]:
     return [m for m in metrics if m in METRICS and METRICS[m].caveat]
 
 
+def caveat_for(metric: str, tracks=()) -> str:
+    """A metric column's footnote for the tracks its table shows: SSIM's names the valid window the
+    images of those tracks get (7x7 on 8x8 digits, 11x11 on 32x32 Fashion), not one typed size."""
+    from reconbench.core.tracks import all_tracks
+    from reconbench.image.metrics.info import ssim_convention
+
+    if metric != "ssim" or not tracks:
+        return METRICS[metric].caveat
+    sizes = [tuple(t.input_shape[1:]) for t in all_tracks() if t.id in set(tracks) and hasattr(t, "input_shape")]
+    return ssim_convention(sizes)
+
+
 def make_env() -> Environment:
     env = Environment(
         loader=PackageLoader("reconbench.leaderboard", "templates"),
@@ -238,7 +250,7 @@ def make_env() -> Environment:
     env.globals.update(METRICS={**METRICS, **TEXT_INFO}, LABELS={**LEAK_LABELS, **LABELS, **TEXT_LABELS}, BOARD_METRICS=BOARD_METRICS,
                        KNOWLEDGE=KNOWLEDGE,
                        TRUST_TEXT=TRUST_TEXT, readme=render_readme, notna=pd.notna,
-                       metric_order=metric_order)
+                       metric_order=metric_order, caveat_for=caveat_for)
     return env
 
 

@@ -132,7 +132,9 @@ def hold_extraordinary(reports, root: Path) -> None:
         if not r.is_entry or r.trust not in ("re-scored", "signed") or not r.membership:
             continue
         reference = reference_for(r, cells)
-        mirrored = getattr(r, "mirrored", {}) or {}
+        mirrored = getattr(r, "mirrored", {})
+        if mirrored is None:  # deferred by rescore (its own record looked accepted, yet it was not lifted)
+            mirrored = r.mirrored = r.mirrored_later()
         k = tested(r.membership) + tested(mirrored)
         over = [(name, g, ref, "") for name, g, ref in beyond(r.membership, reference, k)]
         over += [(name, g, ref, " (reconstructions mirrored)") for name, g, ref in beyond(mirrored, reference, k)]

@@ -29,7 +29,7 @@ import numpy as np
 
 from reconbench.submissions import nearcopy
 from reconbench.submissions.nearcopy import SHIFTS, Flags, Thresholds, structure_features
-from reconbench.submissions.nearindex import dct_projection
+from reconbench.submissions.nearindex import dct_projection, project
 
 DIMS = 16  # projected dimensions of each space (the screen; the answer is exact whatever the value)
 BASIS_SAMPLE = 2000  # pool images the pixel axes are computed from (any orthonormal axes keep the bound)
@@ -77,7 +77,11 @@ def _within(q: np.ndarray, pool: np.ndarray, pool_sq: np.ndarray, limit: float) 
     step = max(1, CHUNK // max(1, len(pool)))
     bound = limit * (1 + SLACK) + SLACK
     for lo in range(0, len(q), step):
-        d = q_sq[lo:lo + step, None] + pool_sq[None, :] - 2.0 * (q[lo:lo + step] @ pool.T)
+        # in place (no N x M temporaries); its rounding, like the expression's, is far inside SLACK
+        d = q[lo:lo + step] @ pool.T
+        d *= -2.0
+        d += q_sq[lo:lo + step, None]
+        d += pool_sq[None, :]
         r, c = np.nonzero(d <= bound)
         rows_out.append(r + lo)
         cols_out.append(c)
@@ -100,7 +104,7 @@ class PublicSpace:
         self.shape = tuple(self.images.shape[1:])
         self.flat = self.images.reshape(len(self.images), -1)
         self.axes = _pixel_axes(self.flat)
-        self.pixel_proj = (self.flat.astype(np.float64) / 255.0) @ self.axes.T
+        self.pixel_proj = project(self.flat, self.axes)
         self.pixel_sq = (self.pixel_proj ** 2).sum(1)
         self.struct_proj = _struct_projection(self.images)  # (M, shifts, k)
         self.struct_sq = (self.struct_proj ** 2).sum(2)  # (M, shifts)
@@ -142,17 +146,29 @@ class PublicSpace:
 
     def closest_pixel(self, queries: np.ndarray) -> float:
         """The smallest pixel MSE between any query and any pool image: the full comparison (no bound
-        prunes it: far pairs are most of them), in float64, pool images in blocks (memory bounded)."""
-        x = np.ascontiguousarray(queries, dtype=np.uint8).reshape(len(queries), -1).astype(np.float64) / 255.0
-        if not len(x) or not len(self):
+        prunes it: far pairs are most of them), pool images in blocks (memory bounded). The products
+        run in float32 (half the CPU of float64); every pair within their rounding bound of the
+        smallest is then measured exactly from the uint8 grey levels, so the answer is exact."""
+        flat = np.ascontiguousarray(queries, dtype=np.uint8).reshape(len(queries), -1)
+        if not len(flat) or not len(self):
             return float("inf")
-        x_sq, best = (x * x).sum(1)[:, None], float("inf")
+        d = flat.shape[1]
+        x = flat.astype(np.float32)
+        x_sq = (flat.astype(np.float64) ** 2).sum(1)
+        # |float32 dot - exact| <= D u (x.p) <= D u (|x|^2 + |p|^2) / 2 (u = 2^-24, any summation order);
+        # grey levels are exact in float32 and the squared norms exact in float64
+        slack = d * 2.0 ** -23 * (x_sq.max() + 255.0 ** 2 * d)
+        best, rows, cols = np.inf, [], []
         step = max(1, CHUNK // len(x))
         for lo in range(0, len(self), step):
-            p = self.flat[lo:lo + step].astype(np.float64) / 255.0
-            d = (x_sq + (p * p).sum(1)[None, :] - 2.0 * (x @ p.T)).clip(min=0) / x.shape[1]
-            best = min(best, float(d.min()))
-        return best
+            p = self.flat[lo:lo + step]
+            dist = x_sq[:, None] + (p.astype(np.float64) ** 2).sum(1)[None, :] - 2.0 * (x @ p.astype(np.float32).T)
+            best = min(best, float(dist.min()))
+            r, c = np.nonzero(dist <= best + 2 * slack)
+            rows.append(r)
+            cols.append(c + lo)
+        rows, cols = np.concatenate(rows), np.concatenate(cols)
+        return float(self._pixel_mse(flat, rows, cols).min())
 
     def flag(self, queries: np.ndarray, thresholds: Thresholds) -> Flags:
         queries = np.ascontiguousarray(queries, dtype=np.uint8)

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -145,6 +146,19 @@ def edit_distance(a: str, b: str) -> int:
         best = np.minimum(prev[:-1] + (codes != ord(ch)), prev[1:] + 1)
         prev = np.minimum.accumulate(np.concatenate([[i], best]) - steps) + steps
     return int(prev[-1])
+
+
+def within_edit(a: str, b: str, margin: float) -> bool:
+    """edit_distance(a, b) / the longer length <= margin, exactly; the DP runs only for pairs that two
+    lower bounds cannot rule out: the length difference, and the larger side of the character-count
+    difference (an edit changes one character's count by one in each direction at most)."""
+    longest = max(len(a), len(b), 1)
+    if abs(len(a) - len(b)) / longest > margin:
+        return False
+    ca, cb = Counter(a), Counter(b)
+    if max(sum((ca - cb).values()), sum((cb - ca).values())) / longest > margin:
+        return False
+    return edit_distance(a, b) / longest <= margin
 
 
 def relative_edit(a: str, b: str) -> float:

@@ -35,6 +35,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -62,6 +63,7 @@ from reconbench.submissions.checks import (
     signature,
     structure,
 )
+from reconbench.submissions.checks.rescore import deferred_mirrored
 from reconbench.submissions.keys import key_changes
 from reconbench.submissions.leakage import hold_extraordinary
 from reconbench.submissions.checks.base import Check, CheckFailed, Context, TrustLevel
@@ -105,7 +107,8 @@ class EntryReport:
     evidence: dict = field(default_factory=dict)  # held: flagged, total, rows (reconstruction, public image)
     membership: dict = field(default_factory=dict)  # metric -> GapResult re-scored against the holdout
     gaps: dict = field(default_factory=dict)  # metric -> metrics.membership.Gap (per-reconstruction values, for plots)
-    mirrored: dict = field(default_factory=dict)  # metric -> GapResult of the mirrored reconstructions (held rule)
+    mirrored: dict | None = field(default_factory=dict)  # metric -> GapResult of the mirrored reconstructions (held rule)
+    mirrored_later: Callable[[], dict] | None = None  # where rescore deferred them: computes them (leakage.py)
     from_cache: bool = False  # the costly stages' outcome came from the validation cache (nothing re-scored)
     sealed: dict | None = None  # a sealed track's record (checks/sealed.py): the gap scored with the board's key
     extraction: object | None = None  # core.extraction.ExtractionResult re-scored (the count beside the gap)
@@ -173,7 +176,8 @@ def _restore(ctx: Context, record: dict) -> list[Check]:
     ctx.evidence = dict(record["evidence"])
     # the re-scored membership gaps: the held rule (hold_extraordinary) and the board read them
     ctx.membership = {n: GapResult.model_validate(g) for n, g in record["membership"].items()}
-    ctx.mirrored = {n: GapResult.model_validate(g) for n, g in record["mirrored"].items()}
+    ctx.mirrored = None if record["mirrored"] is None else \
+        {n: GapResult.model_validate(g) for n, g in record["mirrored"].items()}
     ctx.gaps = {n: _gap_from(g) for n, g in record["gaps"].items()}
     ctx.extraction = None if record.get("extraction") is None else ExtractionResult.model_validate(record["extraction"])
     return [Check(c["name"], c["status"], c["message"], tuple(c["details"])) for c in record["checks"]]
@@ -184,7 +188,7 @@ def _record(ctx: Context, checks: list[Check]) -> dict:
             "exact_copies": {str(k): v for k, v in ctx.exact_copies.items()}, "held_reason": ctx.held_reason,
             "evidence": ctx.evidence,
             "membership": {n: g.model_dump(mode="json") for n, g in ctx.membership.items()},
-            "mirrored": {n: g.model_dump(mode="json") for n, g in ctx.mirrored.items()},
+            "mirrored": None if ctx.mirrored is None else {n: g.model_dump(mode="json") for n, g in ctx.mirrored.items()},
             "gaps": {n: _gap_to(g) for n, g in ctx.gaps.items()},
             "extraction": None if ctx.extraction is None else ctx.extraction.model_dump(mode="json")}
 
@@ -208,6 +212,7 @@ def run_checks(unit: Unit, root: Path, board: Board, *, rescore: bool = True, de
     """One unit's checks, in order; `stages`: only these (`check` on a run folder: those needing no board)."""
     ctx = Context(unit=unit, root=lexical(root), board=board, rescore=rescore, device=device, weights_dir=weights_dir,
                   seal_key=seal_key, write_sealed=write_sealed)
+    ctx.record_lifts = lambda: reproduction.record_accepted(ctx.entry_dir, ctx.result, ctx.unit.team)
     checks: list[Check] = []
     stopped = False
     chosen = STAGES if unit.entry_id else TEAM_STAGES if unit.team else STAGES[:1]
@@ -251,7 +256,9 @@ def run_checks(unit: Unit, root: Path, board: Board, *, rescore: bool = True, de
                        unverified=list(ctx.unverified), verified=verified,
                        held_reason=ctx.held_reason if trust == "held" else None,
                        evidence=dict(ctx.evidence) if trust == "held" else {},
-                       membership=dict(ctx.membership), gaps=dict(ctx.gaps), mirrored=dict(ctx.mirrored),
+                       membership=dict(ctx.membership), gaps=dict(ctx.gaps),
+                       mirrored=None if ctx.mirrored is None else dict(ctx.mirrored),
+                       mirrored_later=None if ctx.mirrored is not None else partial(deferred_mirrored, ctx),
                        from_cache=record is not None, sealed=ctx.sealed,
                        extraction=ctx.extraction)
 

@@ -12,13 +12,26 @@ SOK = "Wen, Liu, Backes, Zhang, SoK: Data Reconstruction Attacks Against ML Mode
 
 # The convention changes SSIM values, and rankings, against other libraries (uniform windows,
 # sample covariance, other data ranges), so it is stated wherever an SSIM column is read.
-SSIM_CONVENTION = (
-    "SSIM convention: Gaussian window sigma 1.5 (11 taps), valid window 7x7 on 8x8 images (11x11 from 11 px up), "
-    "data range 1 (pixels in [0, 1]), population covariance; equal to scikit-image's "
-    "structural_similarity(gaussian_weights=True, sigma=1.5, use_sample_covariance=False, data_range=1). "
-    "Other conventions (a uniform 7x7 or 8x8 window, sample covariance, data range 255) give other values "
-    "and can reorder attacks."
-)
+def ssim_convention(sizes=()) -> str:
+    """The SSIM footnote; `sizes`: the (height, width) of the images a table scores, so that its valid
+    window is the one those images get (ssim.window_size), not another track's."""
+    sizes = sorted(set(sizes))
+    if sizes:
+        from reconbench.image.metrics.ssim import window_size  # torch: only where a site page is built
+
+        window = ", ".join(f"{window_size(h, w)}x{window_size(h, w)} on these {h}x{w} images" for h, w in sizes)
+    else:
+        window = "11x11 from 11 px up (the largest odd size that fits a smaller image: 7x7 on 8x8)"
+    return (
+        f"SSIM convention: Gaussian window sigma 1.5 (11 taps), valid window {window}, "
+        "data range 1 (pixels in [0, 1]), population covariance; equal to scikit-image's "
+        "structural_similarity(gaussian_weights=True, sigma=1.5, use_sample_covariance=False, data_range=1). "
+        "Other conventions (a uniform 7x7 or 8x8 window, sample covariance, data range 255) give other values "
+        "and can reorder attacks."
+    )
+
+
+SSIM_CONVENTION = ssim_convention()
 
 ACC_CAVEAT = (
     "An evaluation classifier rewards whatever it finds class-like: the SoK (Sec. 4.1) shows noise-like "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -83,7 +84,9 @@ class Context:
     reproduced: bool = False  # a valid reproduction record with verdict "reproduced" (checks/reproduction.py)
     membership: dict = field(default_factory=dict)  # metric -> GapResult recomputed against the holdout (rescore)
     gaps: dict = field(default_factory=dict)  # metric -> metrics.membership.Gap (per-reconstruction best values)
-    mirrored: dict = field(default_factory=dict)  # metric -> GapResult of the reconstructions mirrored (held rule)
+    # metric -> GapResult of the reconstructions mirrored (held rule); None: deferred (rescore.deferred_mirrored)
+    mirrored: dict | None = field(default_factory=dict)
+    record_lifts: Callable[[], bool] | None = None  # whether the entry's own reproduction record is accepted
     seal_key: bytes | None = None  # the board's seal key (validate --seal-key): sealed tracks' numbers (checks/sealed.py)
     write_sealed: bool = False  # write a missing sealed.json (maintainers, with the key)
     sealed: dict | None = None  # a sealed entry's record: recomputed with the key, or as CI recorded it

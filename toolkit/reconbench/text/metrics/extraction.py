@@ -64,7 +64,7 @@ def text_extraction(recs: list[str], targets: list[str], target_ids: list[str], 
 @lru_cache(maxsize=4)
 def public_pair_rate(track_id: str, target_sha256: str | None, margin: float) -> float:
     """The pair rate of the track's public texts (module docstring), once per process."""
-    from reconbench.submissions.textcopy import nearest_public, public_text_space
+    from reconbench.submissions.textcopy import nearest_public, public_text_space, within_edit
 
     space = public_text_space(track_id, target_sha256)[0]
     within = distinct = 0
@@ -72,7 +72,7 @@ def public_pair_rate(track_id: str, target_sha256: str | None, margin: float) ->
         distinct += 1
         seen = set()
         for j in candidates:
-            if space.normal[j] not in seen and sim[j] >= 0 and _relative(a, space.normal[j]) <= margin:
+            if space.normal[j] not in seen and sim[j] >= 0 and within_edit(a, space.normal[j], margin):
                 within += 1
             seen.add(space.normal[j])
     return pair_rate(within, distinct * (distinct - 1))
