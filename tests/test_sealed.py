@@ -374,3 +374,21 @@ def test_the_board_reports_each_attacks_mean_gap_across_the_sealed_examples_draw
     assert all(f"]({GROUP}-d{i}.md)" in text for i in range(5)) and "members extracted (per draw)" in text
     row = view["rows"][0]
     assert f"{row['extraction'].members} of {row['extraction'].n_members}, holdout" in text
+
+
+def test_evaluate_s_closing_lines_on_a_sealed_draw_say_scored_at_validation():
+    """Where the run ends (cli/commands/verdict.py), a sealed draw's result says the gap and the count are
+    scored at validation, not "not tested": its members are the key's secret (issue 37, item 3)."""
+    from rich.console import Console
+
+    from reconbench.cli.commands.verdict import print_verdict
+    from reconbench.image.results import parse_result_json
+
+    root = Path(__file__).resolve().parents[1] / "submissions" / "sealed-examples"
+    payload = parse_result_json(next(root.glob(f"{GROUP}-d*/result.json"))).payload
+    console = Console(record=True, width=200)
+    print_verdict(console, payload)
+    text = " ".join(console.export_text().split())
+    assert "membership gap and extraction count: scored at validation" in text
+    assert f"sealed track {GROUP}, draw {payload.sealed.draw}" in text
+    assert "not tested" not in text and "verdict:" not in text
