@@ -41,8 +41,12 @@ def pool(track: Track) -> ArraySet:
     """The draw's pool (both halves), checked against the registry's pin."""
     from reconbench.image.data.fashion_splits import sealed_pool
 
+    from reconbench.image.data.fashion_splits import sealed_update_pool
+
     seal = seal_of(track)
-    got = sealed_pool(track.dataset, track.train_size)
+    # an update twin's members are its update set (D_tar of a dynamic track); a static twin's, its training set
+    got = sealed_update_pool(track.dataset, track.update_size) if track.update_size else \
+        sealed_pool(track.dataset, track.train_size)
     if got.sha256 != seal.pool_sha256:
         raise TrackError(f"track '{track.id}': the sealed pool's sha256 is {got.sha256}, the registry pins {seal.pool_sha256}")
     return got
@@ -55,6 +59,9 @@ def sealed_splits(track: Track) -> TrackSplits:
     from reconbench.image.data.fashion_splits import fashion_splits
 
     opened = fashion_splits(track.dataset, track.train_size)
+    if track.update_size:  # an update twin: the model before the update is the open twin's (public target set)
+        return TrackSplits(target=opened.target, update=pool(track), aux_same=opened.aux_same, test=opened.test,
+                           aux_similar=opened.aux_similar)
     return TrackSplits(target=pool(track), update=None, aux_same=opened.aux_same, test=opened.test,
                        aux_similar=opened.aux_similar)
 
