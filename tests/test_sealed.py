@@ -494,3 +494,21 @@ def test_a_sealed_update_twin_is_scored_at_validation_against_its_members(sealed
     ext = published["extraction"]
     assert (ext["n_members"], ext["n_holdout"]) == (64, 64) and int(members(get_track(track_id), key).sum()) == 64
     assert published["membership"]["ssim"]["status"] == "computed" and key.hex() not in record.read_text()
+
+
+def test_an_update_twin_s_page_says_its_observation_is_published_and_what_a_member_copy_means():
+    from reconbench.core.tracks import all_tracks
+    from reconbench.leaderboard.pages import Pages
+    from reconbench.leaderboard.sealed import twin_pages
+
+    family = [t for t in all_tracks() if t.dataset == "fashion-mnist" and t.architecture == "mcnn" and not t.variant]
+    pages = {p["path"]: p for p in twin_pages(family, [], {})}
+    rendered = Pages()
+    for group in (UPDATE_GROUP, "fashion-n1000-sealed"):
+        page = pages[f"leaderboards/{group}.md"]
+        rendered.page(page["path"], "sealed_group.md.j2", sealed=page["sealed"], draws=page["draws"])
+    update = " ".join(rendered.markdown[f"leaderboards/{UPDATE_GROUP}.md"].split())
+    static = " ".join(rendered.markdown["leaderboards/fashion-n1000-sealed.md"].split())
+    assert "an update of the public model before it by its own half of one public pool of 128 images" in update
+    assert "an exact copy of a member needs a reproduction and a reviewer" in update
+    assert "a model trained on its own half of one public pool of 2000 images" in static and "exact copy" not in static
