@@ -494,6 +494,22 @@ def test_a_sealed_update_twin_is_scored_at_validation_against_its_members(sealed
     ext = published["extraction"]
     assert (ext["n_members"], ext["n_holdout"]) == (64, 64) and int(members(get_track(track_id), key).sum()) == 64
     assert published["membership"]["ssim"]["status"] == "computed" and key.hex() not in record.read_text()
+    # after the reveal: the entry's numbers, and the published observation recomputed from the opened members
+    from reconbench.submissions.seal_reveal import verify
+
+    _, checked = verify(key, "test-season", root)
+    assert [(v.entry.endswith(" observation"), v.ok) for v in checked] == [(False, True), (True, True)]
+    # an observation of another set of images, published under this draw's commitment, is caught
+    from reconbench.core.tracks import Track
+    from reconbench.image.models.sealed_registry import draw_row
+    from reconbench.image.sealed_scores import observation_matches
+
+    elsewhere = home / "other-draw"
+    forged = draw_row(SEALED[UPDATE_GROUP], 0, 1, _key(), elsewhere, season="test-season", reveal_after="2000-01-01")
+    seen = {k: str(elsewhere / v) if k.endswith("_file") else v for k, v in forged["seal"]["observation"].items()}
+    track = get_track(track_id)
+    swapped = Track.model_validate(track.model_dump(mode="json") | {"seal": track.seal.model_dump(mode="json") | {"observation": seen}})
+    assert observation_matches(track, key) and not observation_matches(swapped, key)
 
 
 def test_an_update_twin_s_page_says_its_observation_is_published_and_what_a_member_copy_means():
