@@ -528,3 +528,21 @@ def test_an_update_twin_s_page_says_its_observation_is_published_and_what_a_memb
     assert "an update of the public model before it by its own half of one public pool of 128 images" in update
     assert "an exact copy of a member needs a reproduction and a reviewer" in update
     assert "a model trained on its own half of one public pool of 2000 images" in static and "exact copy" not in static
+
+
+def test_the_update_pools_are_past_every_static_twin_s_pool_and_class_balanced():
+    from reconbench.core.tracks import get_track
+    from reconbench.image.data.fashion import fashion_mnist
+    from reconbench.image.data.fashion_splits import UPDATE_POOL_STARTS, _view, fashion_splits, layout, sealed_update_pool
+
+    labels, block = fashion_mnist()["train"].labels, layout()["sealed"]
+    tail = set(block[UPDATE_POOL_STARTS[0]:].tolist())
+    for twin in SEALED.values():
+        opened = get_track(twin.open_twin)
+        if twin.update_size:
+            update = fashion_splits(opened.dataset, opened.train_size, twin.update_size).update
+            got = sealed_update_pool(opened.dataset, twin.update_size)
+            assert (np.bincount(got.labels, minlength=10) == 2 * np.bincount(update.labels, minlength=10)).all()
+        else:
+            used = _view(opened.dataset).keep(labels, block)[: 2 * opened.train_size]
+            assert tail.isdisjoint(used.tolist()), twin.group
