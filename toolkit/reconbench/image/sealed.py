@@ -10,6 +10,10 @@ rule: an exact copy of a Fashion-MNIST image that is not a member of the draw ca
 carried into the run (a member-inference pick over a smuggled candidate set returns such copies; a
 reconstruction never does).
 
+An update twin (`<open update track>-sealed`) draws its update set the same way, from a pool of 2k
+images (fashion_splits.sealed_update_pool); its model before the update is the open twin's, and what the
+attack observes is published by the key holder (image/dynamic.observed_update).
+
 The attack never sees the pool: its view (image/knowledge.py) holds the model or its queries and the
 aux block, which is disjoint from the sealed block.
 """
