@@ -21,6 +21,7 @@ from reconbench.image.models.sealed_registry import SEALED
 
 ATTACKS = Path(__file__).parent / "attacks"
 GROUP = "fashion-n100-sealed"
+UPDATE_GROUP = "fashion-n1000-u64-sealed"
 
 
 def _key() -> bytes:
@@ -351,8 +352,15 @@ def test_the_board_reports_each_attacks_mean_gap_across_the_sealed_examples_draw
     from reconbench.leaderboard.sealed import sealed_view
 
     root = Path(__file__).resolve().parents[1] / "submissions" / "sealed-examples"
-    reports = [SimpleNamespace(team="sealed-examples", trust="re-scored", result=parse_result_json(p.parent / "result.json"),
-                               sealed=json.loads(p.read_text())) for p in sorted(root.glob(f"{GROUP}-d*/sealed.json"))]
+    every = [SimpleNamespace(team="sealed-examples", trust="re-scored", result=parse_result_json(p.parent / "result.json"),
+                             sealed=json.loads(p.read_text())) for p in sorted(root.glob("*/sealed.json"))]
+    groups = {r.sealed["group"] for r in every}
+    assert {GROUP, "fashion-n500-sealed", UPDATE_GROUP} <= groups  # the twins the examples cover (scripts/make_sealed_examples.py)
+    for group in sorted(groups):  # every twin's row per attack: all K draws, their mean
+        reports = [r for r in every if r.sealed["group"] == group]
+        view = sealed_view(get_track(f"{group}-d0"), reports)
+        assert view["rows"] and all(row["draws"] == view["seal"].draws for row in view["rows"]), group
+    reports = [r for r in every if r.sealed["group"] == GROUP]
     view = sealed_view(get_track(f"{GROUP}-d0"), reports)
     assert len(view["rows"]) >= 5
     for row in view["rows"]:
@@ -402,8 +410,6 @@ def test_evaluate_s_closing_lines_on_a_sealed_draw_say_scored_at_validation():
     assert f"sealed track {GROUP}, draw {payload.sealed.draw}" in text
     assert "not tested" not in text and "verdict:" not in text
 
-
-UPDATE_GROUP = "fashion-n1000-u64-sealed"
 
 
 @pytest.fixture(scope="module")
