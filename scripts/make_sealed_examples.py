@@ -35,7 +35,9 @@ ATTACKS = [
 # A twin whose model is not a CNN gets its own list: on the oddeven MLP, DeepDream and Haim et al.'s
 # reconstruction from a trained MLP at the open twin's quick entry (MI-Face returns all-black images there,
 # the same file on every draw, which the duplicate rule refuses)
-BY_TWIN = {"fashion-oddeven-n100-sealed": [ATTACKS[1], ("bias-rec", "static/white-box/none", "quick", ["epochs=500"])]}
+BY_TWIN = {"fashion-oddeven-n100-sealed": [ATTACKS[1], ("bias-rec", "static/white-box/none", "quick", ["epochs=500"])],
+           # the update twins: Deep-Leakage inverts each draw's published gradient (quick: 10 L-BFGS steps)
+           **{f"fashion-n1000-u{k}-sealed": [("deep-leakage", "dynamic/white-box/none", "quick", [])] for k in (64, 8)}}
 
 
 def main() -> None:

@@ -21,6 +21,7 @@ from reconbench.image.models.sealed_registry import SEALED
 
 ATTACKS = Path(__file__).parent / "attacks"
 GROUP = "fashion-n100-sealed"
+UPDATE_GROUP = "fashion-n1000-u64-sealed"
 
 
 def _key() -> bytes:
@@ -317,10 +318,19 @@ def test_each_shipped_sealed_twin_has_k_draws_pinned_and_nothing_secret(group):
 
     draws = sealed_draws(group)
     assert [t.seal.draw for t in draws] == list(range(DRAWS)) and {t.seal.draws for t in draws} == {DRAWS}
-    assert len({t.seal.commitment for t in draws}) == len(draws) and len({t.target_model_sha256 for t in draws}) == len(draws)
-    assert {t.target_set_sha256 for t in draws} == {draws[0].seal.pool_sha256}  # one public pool, K secret halves
-    assert all(t.holdout_set_sha256 is None for t in draws)  # the non-members are the pool's other half: sealed
+    assert len({t.seal.commitment for t in draws}) == len(draws)
+    assert all(t.holdout_set_sha256 is None and t.update_holdout_set_sha256 is None for t in draws)  # the pool's other half: sealed
     assert all(sha256_file(embedded_file(t.source.model_file)) == t.target_model_sha256 for t in draws)  # pinned
+    if SEALED[group].update_size:  # an update twin: one public model before, K secret updates, each observation pinned
+        seen = [t.seal.observation for t in draws]
+        assert {t.update_set_sha256 for t in draws} == {draws[0].seal.pool_sha256} and len({t.target_model_sha256 for t in draws}) == 1
+        assert len({o.gradients_sha256 for o in seen}) == len({o.updated_model_sha256 for o in seen}) == len(draws)
+        assert all(sha256_file(embedded_file(o.gradients_file)) == o.gradients_sha256 and
+                   sha256_file(embedded_file(o.updated_model_file)) == o.updated_model_sha256 for o in seen)
+        assert {t.update_size for t in draws} == {draws[0].seal.pool_size // 2}
+        return
+    assert len({t.target_model_sha256 for t in draws}) == len(draws)
+    assert {t.target_set_sha256 for t in draws} == {draws[0].seal.pool_sha256}  # one public pool, K secret halves
     assert {t.train_size for t in draws} == {draws[0].seal.pool_size // 2}
 
 
@@ -342,8 +352,15 @@ def test_the_board_reports_each_attacks_mean_gap_across_the_sealed_examples_draw
     from reconbench.leaderboard.sealed import sealed_view
 
     root = Path(__file__).resolve().parents[1] / "submissions" / "sealed-examples"
-    reports = [SimpleNamespace(team="sealed-examples", trust="re-scored", result=parse_result_json(p.parent / "result.json"),
-                               sealed=json.loads(p.read_text())) for p in sorted(root.glob(f"{GROUP}-d*/sealed.json"))]
+    every = [SimpleNamespace(team="sealed-examples", trust="re-scored", result=parse_result_json(p.parent / "result.json"),
+                             sealed=json.loads(p.read_text())) for p in sorted(root.glob("*/sealed.json"))]
+    groups = {r.sealed["group"] for r in every}
+    assert {GROUP, "fashion-n500-sealed", UPDATE_GROUP} <= groups  # the twins the examples cover (scripts/make_sealed_examples.py)
+    for group in sorted(groups):  # every twin's row per attack: all K draws, their mean
+        reports = [r for r in every if r.sealed["group"] == group]
+        view = sealed_view(get_track(f"{group}-d0"), reports)
+        assert view["rows"] and all(row["draws"] == view["seal"].draws for row in view["rows"]), group
+    reports = [r for r in every if r.sealed["group"] == GROUP]
     view = sealed_view(get_track(f"{GROUP}-d0"), reports)
     assert len(view["rows"]) >= 5
     for row in view["rows"]:
@@ -374,3 +391,164 @@ def test_the_board_reports_each_attacks_mean_gap_across_the_sealed_examples_draw
     assert all(f"]({GROUP}-d{i}.md)" in text for i in range(5)) and "members extracted (per draw)" in text
     row = view["rows"][0]
     assert f"{row['extraction'].members} of {row['extraction'].n_members}, holdout" in text
+
+
+def test_evaluate_s_closing_lines_on_a_sealed_draw_say_scored_at_validation():
+    """Where the run ends (cli/commands/verdict.py), a sealed draw's result says the gap and the count are
+    scored at validation, not "not tested": its members are the key's secret (issue 37, item 3)."""
+    from rich.console import Console
+
+    from reconbench.cli.commands.verdict import print_verdict
+    from reconbench.image.results import parse_result_json
+
+    root = Path(__file__).resolve().parents[1] / "submissions" / "sealed-examples"
+    payload = parse_result_json(next(root.glob(f"{GROUP}-d*/result.json"))).payload
+    console = Console(record=True, width=200)
+    print_verdict(console, payload)
+    text = " ".join(console.export_text().split())
+    assert "membership gap and extraction count: scored at validation" in text
+    assert f"sealed track {GROUP}, draw {payload.sealed.draw}" in text
+    assert "not tested" not in text and "verdict:" not in text
+
+
+
+@pytest.fixture(scope="module")
+def sealed_update(tmp_path_factory):
+    """A throwaway-key draw of the u64 update twin: the observation computed with the key (a gradient and a
+    fine-tune, about a CPU second) and a registry holding it beside the open twin."""
+    from reconbench.core.tracks import get_track
+    from reconbench.image.models.sealed_registry import draw_row
+
+    home = tmp_path_factory.mktemp("sealed-update")
+    key = _key()
+    row = draw_row(SEALED[UPDATE_GROUP], 0, 1, key, home / "data", season="test-season", reveal_after="2000-01-01")
+    seen = row["seal"]["observation"]
+    for name in ("gradients_file", "updated_model_file"):
+        seen[name] = str(home / "data" / seen[name])  # absolute: the package's data folder is not touched
+    opened = get_track("fashion-n1000-u64").model_dump(mode="json", exclude_none=True)
+    row["near_copy"] = get_track(f"{UPDATE_GROUP}-d0").near_copy.model_dump(mode="json")  # the same public pool
+    registry = home / "registry.json"
+    registry.write_text(json.dumps({"schema_version": 1, "tracks": [opened, row]}))
+    return home, key, registry, row["id"]
+
+
+def test_a_sealed_update_twin_hands_the_attack_the_published_observation_of_its_members(sealed_update, monkeypatch):
+    """The attack's view on a sealed update twin: the gradient and the updated model the key holder published
+    (pinned by hash), which equal image/dynamic.py's recipe on the draw's members, not on the public pool;
+    a file that differs from its pin is refused."""
+    import torch
+
+    from reconbench.core.scenario import Scenario
+    from reconbench.core.tracks import TrackError, get_track
+    from reconbench.image.dynamic import fine_tune, observed_gradients
+    from reconbench.image.knowledge import build_knowledge
+    from reconbench.image.sealed import member_set, pool
+    from reconbench.image.track_files import load_target_model
+
+    home, key, registry, track_id = sealed_update
+    monkeypatch.setenv("RECONBENCH_REGISTRY", str(registry))
+    track = get_track(track_id)
+    assert len(pool(track)) == 128 and track.update_size == 64 and track.holdout_set_sha256 is None
+    before = load_target_model(track)
+    mine = member_set(track, key)
+    expected = observed_gradients(before, mine, batch_size=64)
+    seen = build_knowledge(track, Scenario.parse("dynamic/white-box/none")).extra("update_gradients")
+    assert seen.batch_sizes == (64,) and seen.parameter_names == expected.parameter_names
+    assert all(torch.equal(a, b) for a, b in zip(seen.gradients[0], expected.gradients[0]))
+    whole = observed_gradients(before, pool(track), batch_size=128)  # what a public-pool update would show
+    assert not torch.allclose(seen.gradients[0][-1], whole.gradients[0][-1])
+    after = build_knowledge(track, Scenario.parse("dynamic/black-box/same")).extra("query_after")
+    probe = torch.rand(5, 1, 32, 32)
+    with torch.no_grad():
+        assert torch.allclose(after(probe), torch.softmax(fine_tune(before, mine)(probe), dim=1), atol=1e-6)
+    gradient_file = Path(track.seal.observation.gradients_file)
+    saved = gradient_file.read_bytes()
+    gradient_file.write_bytes(saved[:-4] + b"\0\0\0\0")
+    try:
+        with pytest.raises(TrackError, match="gradient file's sha256 is not"):
+            build_knowledge(track, Scenario.parse("dynamic/white-box/none"))
+    finally:
+        gradient_file.write_bytes(saved)
+
+
+def test_a_sealed_update_twin_is_scored_at_validation_against_its_members(sealed_update, monkeypatch):
+    """evaluate on the twin runs on its draw and marks the gap pending; validate with the key scores the
+    reconstructions against the members of the update (the pool's other half as the holdout)."""
+    from reconbench.api import evaluate_draws
+    from reconbench.core.signing import generate_key
+    from reconbench.core.tracks import get_track
+    from reconbench.image.sealed import members
+    from reconbench.submissions import validate_board
+    from reconbench.submissions.submit import submit_result
+
+    home, key, registry, track_id = sealed_update
+    monkeypatch.setenv("RECONBENCH_REGISTRY", str(registry))
+    user_key = home / "user.pem"
+    generate_key(user_key)
+    (done,) = evaluate_draws("deep-leakage", UPDATE_GROUP, draws="all", out=home / "run", key=user_key,
+                             scenario="dynamic/white-box/none", options={"iterations": 1, "max_iter": 2},
+                             command_for_track=lambda t: f"test_sealed {t}")
+    payload = done.result.payload
+    assert payload.track == track_id and payload.membership is None and payload.sealed.status == "scored at validation"
+    assert payload.target.target_set_sha256 == get_track(track_id).seal.pool_sha256 and payload.reconstructions.count == 64
+    root = home / "submissions"
+    submit_result(done.folder, "upd", root=root, key_path=user_key, team_name="Team upd")
+    entry_report, check = _sealed_check(validate_board(None, root, rescore=False, seal_key=key, write_sealed=True))
+    assert check.status == "pass", check.message
+    (record,) = root.glob("upd/*/sealed.json")
+    published = json.loads(record.read_text())
+    ext = published["extraction"]
+    assert (ext["n_members"], ext["n_holdout"]) == (64, 64) and int(members(get_track(track_id), key).sum()) == 64
+    assert published["membership"]["ssim"]["status"] == "computed" and key.hex() not in record.read_text()
+    # after the reveal: the entry's numbers, and the published observation recomputed from the opened members
+    from reconbench.submissions.seal_reveal import verify
+
+    _, checked = verify(key, "test-season", root)
+    assert [(v.entry.endswith(" observation"), v.ok) for v in checked] == [(False, True), (True, True)]
+    # an observation of another set of images, published under this draw's commitment, is caught
+    from reconbench.core.tracks import Track
+    from reconbench.image.models.sealed_registry import draw_row
+    from reconbench.image.sealed_scores import observation_matches
+
+    elsewhere = home / "other-draw"
+    forged = draw_row(SEALED[UPDATE_GROUP], 0, 1, _key(), elsewhere, season="test-season", reveal_after="2000-01-01")
+    seen = {k: str(elsewhere / v) if k.endswith("_file") else v for k, v in forged["seal"]["observation"].items()}
+    track = get_track(track_id)
+    swapped = Track.model_validate(track.model_dump(mode="json") | {"seal": track.seal.model_dump(mode="json") | {"observation": seen}})
+    assert observation_matches(track, key) and not observation_matches(swapped, key)
+
+
+def test_an_update_twin_s_page_says_its_observation_is_published_and_what_a_member_copy_means():
+    from reconbench.core.tracks import all_tracks
+    from reconbench.leaderboard.pages import Pages
+    from reconbench.leaderboard.sealed import twin_pages
+
+    family = [t for t in all_tracks() if t.dataset == "fashion-mnist" and t.architecture == "mcnn" and not t.variant]
+    pages = {p["path"]: p for p in twin_pages(family, [], {})}
+    rendered = Pages()
+    for group in (UPDATE_GROUP, "fashion-n1000-sealed"):
+        page = pages[f"leaderboards/{group}.md"]
+        rendered.page(page["path"], "sealed_group.md.j2", sealed=page["sealed"], draws=page["draws"])
+    update = " ".join(rendered.markdown[f"leaderboards/{UPDATE_GROUP}.md"].split())
+    static = " ".join(rendered.markdown["leaderboards/fashion-n1000-sealed.md"].split())
+    assert "an update of the public model before it by its own half of one public pool of 128 images" in update
+    assert "an exact copy of a member needs a reproduction and a reviewer" in update
+    assert "a model trained on its own half of one public pool of 2000 images" in static and "exact copy" not in static
+
+
+def test_the_update_pools_are_past_every_static_twin_s_pool_and_class_balanced():
+    from reconbench.core.tracks import get_track
+    from reconbench.image.data.fashion import fashion_mnist
+    from reconbench.image.data.fashion_splits import UPDATE_POOL_STARTS, _view, fashion_splits, layout, sealed_update_pool
+
+    labels, block = fashion_mnist()["train"].labels, layout()["sealed"]
+    tail = set(block[UPDATE_POOL_STARTS[0]:].tolist())
+    for twin in SEALED.values():
+        opened = get_track(twin.open_twin)
+        if twin.update_size:
+            update = fashion_splits(opened.dataset, opened.train_size, twin.update_size).update
+            got = sealed_update_pool(opened.dataset, twin.update_size)
+            assert (np.bincount(got.labels, minlength=10) == 2 * np.bincount(update.labels, minlength=10)).all()
+        else:
+            used = _view(opened.dataset).keep(labels, block)[: 2 * opened.train_size]
+            assert tail.isdisjoint(used.tolist()), twin.group

@@ -107,6 +107,18 @@ class EvaluationModel(BaseModel):
     recipe: str
 
 
+class SealedObservation(BaseModel):
+    """What the attack of a sealed update twin observes, computed with the key from the draw's members
+    (image/dynamic.py's recipe) and published, since nobody without the key could compute it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gradients_file: str  # data-relative safetensors: the update's gradients at the model before it
+    gradients_sha256: str
+    updated_model_file: str  # data-relative safetensors: the model after the fine-tune on the members
+    updated_model_sha256: str
+
+
 class Seal(BaseModel):
     """A sealed track's draw (reconbench.core.seal): which half of a public pool of 2n images the model
     trained on was drawn from the board's secret key; only the pool's hash and a commitment are public.
@@ -124,6 +136,7 @@ class Seal(BaseModel):
     pool_size: int
     pool_sha256: str  # content hash of the pool (= the track's target_set_sha256)
     commitment: str  # core/seal.commitment of this draw
+    observation: SealedObservation | None = None  # an update twin's published observation
 
 
 class Track(BaseModel):

@@ -30,6 +30,11 @@ BatchNorm, and a 100-image fine-tune in train mode would replace its running sta
 of two small batches, so the update runs in eval mode (statistics frozen, weights and BN affine
 parameters trained). Everything is seeded by UPDATE_SEED, not by the run's seed: the update is
 part of the track, and every entry attacks the same one.
+
+A sealed update twin (image/sealed.py, docs/sealed.md) draws its update set from the board's key, so
+nobody else can compute either view: the key holder computes both by this recipe from the draw's
+members (image/models/sealed_registry.py) and publishes them, pinned by sha256 in the registry
+(Seal.observation); update_view reads them (observed_update) in place of computing them.
 """
 
 from __future__ import annotations
@@ -145,6 +150,8 @@ def update_view(scenario: Scenario, track: Track, splits: TrackSplits, target_mo
     `white_box` is the view's private copy of the target (white-box cells), `query` its counted
     query function, whose counter and budget the two versions' query functions share.
     """
+    if track.seal is not None:  # a sealed update twin: its members are the key's, its observation is published
+        return _sealed_view(scenario, track, target_model, white_box, query, device)
     if splits.update is None or not track.update_size:
         raise KnowledgeError(f"track '{track.id}' has no update set, so no dynamic scenario")
     if len(splits.update) != track.update_size:
@@ -157,3 +164,52 @@ def update_view(scenario: Scenario, track: Track, splits: TrackSplits, target_mo
     shape = tuple(track.input_shape)
     return {"query_before": LinkedQueryFunction(copy.deepcopy(target_model), query, shape, device),
             "query_after": LinkedQueryFunction(after, query, shape, device)}
+
+
+def _sealed_view(scenario: Scenario, track: Track, target_model: nn.Module, white_box: nn.Module | None,
+                 query: QueryFunction, device: torch.device) -> dict[str, object]:
+    """update_view on a sealed update twin: the same keys, read from the observation the board computed
+    with the key by this module's recipe (image/models/sealed_registry.py) and pinned by hash."""
+    gradients, after = observed_update(track, target_model, device)
+    if scenario.access == "white-box":
+        return {"model_before": white_box, "update_gradients": gradients}
+    shape = tuple(track.input_shape)
+    return {"query_before": LinkedQueryFunction(copy.deepcopy(target_model), query, shape, device),
+            "query_after": LinkedQueryFunction(after, query, shape, device)}
+
+
+def observed_update(track: Track, before, device="cpu"):
+    """A sealed update twin's published observation, hash-checked against the registry: (ObservedGradients of
+    the members at the model `before` the update, the model after the fine-tune). update_view hands
+    these to the attack in place of what it computes from an open track's update set."""
+    from reconbench.core.io import load_arrays, sha256_file
+    from reconbench.core.tracks import TrackError, embedded_file
+    from reconbench.image.models import load_model
+
+    seen = track.seal.observation if track.seal is not None else None
+    if seen is None:
+        raise TrackError(f"track '{track.id}' is a sealed update twin but publishes no observation")
+    paths = {}
+    for what, name, pinned in (("gradient", seen.gradients_file, seen.gradients_sha256),
+                               ("updated model", seen.updated_model_file, seen.updated_model_sha256)):
+        path = embedded_file(name)
+        if not path.is_file():
+            raise TrackError(f"{path}: the {what} file of sealed track '{track.id}' is missing")
+        if sha256_file(path) != pinned:
+            raise TrackError(f"{path}: the {what} file's sha256 is not the {pinned} the registry pins")
+        paths[what] = path
+    arrays = load_arrays(paths["gradient"])
+    names = tuple(name for name, _ in before.named_parameters())
+    batches = int(arrays["batch_sizes"].size)
+    grads = tuple(tuple(torch.from_numpy(arrays[f"{b}/{n}"]).to(device) for n in names) for b in range(batches))
+    after = load_model(track.architecture, paths["updated model"], device=device, **track.arch_kwargs)
+    return ObservedGradients(parameter_names=names, gradients=grads,
+                             batch_sizes=tuple(int(v) for v in arrays["batch_sizes"])), after
+
+
+def observation_arrays(gradients) -> dict:
+    """ObservedGradients as the arrays of a published gradient file (observed_update reads them back)."""
+    arrays = {f"{b}/{n}": g.detach().cpu().numpy() for b, batch in enumerate(gradients.gradients)
+              for n, g in zip(gradients.parameter_names, batch)}
+    return arrays | {"batch_sizes": np.asarray(gradients.batch_sizes, dtype=np.int64)}
+

@@ -10,6 +10,10 @@ rule: an exact copy of a Fashion-MNIST image that is not a member of the draw ca
 carried into the run (a member-inference pick over a smuggled candidate set returns such copies; a
 reconstruction never does).
 
+An update twin (`<open update track>-sealed`) draws its update set the same way, from a pool of 2k
+images (fashion_splits.sealed_update_pool); its model before the update is the open twin's, and what the
+attack observes is published by the key holder (image/dynamic.observed_update).
+
 The attack never sees the pool: its view (image/knowledge.py) holds the model or its queries and the
 aux block, which is disjoint from the sealed block.
 """
@@ -41,8 +45,12 @@ def pool(track: Track) -> ArraySet:
     """The draw's pool (both halves), checked against the registry's pin."""
     from reconbench.image.data.fashion_splits import sealed_pool
 
+    from reconbench.image.data.fashion_splits import sealed_update_pool
+
     seal = seal_of(track)
-    got = sealed_pool(track.dataset, track.train_size)
+    # an update twin's members are its update set (D_tar of a dynamic track); a static twin's, its training set
+    got = sealed_update_pool(track.dataset, track.update_size) if track.update_size else \
+        sealed_pool(track.dataset, track.train_size)
     if got.sha256 != seal.pool_sha256:
         raise TrackError(f"track '{track.id}': the sealed pool's sha256 is {got.sha256}, the registry pins {seal.pool_sha256}")
     return got
@@ -55,6 +63,9 @@ def sealed_splits(track: Track) -> TrackSplits:
     from reconbench.image.data.fashion_splits import fashion_splits
 
     opened = fashion_splits(track.dataset, track.train_size)
+    if track.update_size:  # an update twin: the model before the update is the open twin's (public target set)
+        return TrackSplits(target=opened.target, update=pool(track), aux_same=opened.aux_same, test=opened.test,
+                           aux_similar=opened.aux_similar)
     return TrackSplits(target=pool(track), update=None, aux_same=opened.aux_same, test=opened.test,
                        aux_similar=opened.aux_similar)
 

@@ -128,6 +128,25 @@ def record(track: Track, key: bytes, entry_id: str, payload_sha256: str, images:
             "permutations": PERMUTATIONS, "seed": SEED, **sealed_numbers(track, key, images, labels, device)}
 
 
+def observation_matches(track: Track, key: bytes, tolerance: float = 1e-5) -> bool:
+    """An update twin's published observation equals image/dynamic.py's recipe on the members the key
+    opens (what `seal verify` checks after the reveal: the board published the update of its commitment)."""
+    import torch
+
+    from reconbench.image.dynamic import fine_tune, observed_gradients, observed_update
+    from reconbench.image.track_files import load_target_model
+
+    before = load_target_model(track)
+    seen, after = observed_update(track, before)
+    mine = member_set(track, key)
+    fresh = observed_gradients(before, mine, batch_size=track.gradient_batch_size or len(mine))
+    redone = fine_tune(before, mine)
+    close = lambda a, b: torch.allclose(a, b, rtol=tolerance, atol=tolerance)  # noqa: E731
+    return seen.batch_sizes == fresh.batch_sizes and all(
+        close(a, b) for batch, again in zip(seen.gradients, fresh.gradients) for a, b in zip(batch, again)) and all(
+        close(a, b) for a, b in zip(after.state_dict().values(), redone.state_dict().values()))
+
+
 def same_numbers(a: dict, b: dict, tolerance: float = 1e-9) -> bool:
     """Two records agree: every field equal, numbers within `tolerance` (float reductions may reorder)."""
     if isinstance(a, dict) and isinstance(b, dict):

@@ -6,7 +6,8 @@
 `reveal` first opens every commitment of the season with the key (a wrong key reveals nothing), then
 writes the key with the commitments it opens. `verify` reads such a file, opens every sealed draw of
 its season in the registry, and recomputes every sealed entry's numbers from its reconstructions
-(image/sealed.record), comparing them with the sealed.json the board published.
+(image/sealed.record), comparing them with the sealed.json the board published; on an update twin it
+also recomputes each draw's published observation from the members (image/sealed_scores.observation_matches).
 """
 
 from __future__ import annotations
@@ -83,4 +84,9 @@ def verify(key: bytes, season: str, root: Path) -> tuple[dict[str, str], list[Ve
                               arrays["images"], arrays["labels"])
         ok = sealed.same_numbers(published, fresh)
         out.append(Verified(str(path.parent), ok, "recomputed: equal" if ok else "recomputed: DIFFERS from sealed.json"))
+    for track in tracks.values():  # an update twin's published observation: the update of the committed members
+        if track.seal.observation is not None:
+            ok = sealed.observation_matches(track, key)
+            out.append(Verified(f"{track.id} observation", ok, "recomputed from the members: equal" if ok else
+                                "recomputed from the members: DIFFERS from the published gradient or updated model"))
     return opened, out

@@ -26,6 +26,13 @@ def gap_rows(membership) -> list[tuple[str, str, str, str]]:
 
 def print_verdict(console: Console, payload) -> None:
     """The membership gap table and the verdict line of a result's payload (image or text)."""
+    sealed = getattr(payload, "sealed", None)
+    if sealed is not None:  # the members are the key's secret: nothing membership-based can be said here
+        pending = " and ".join(sealed.pending) or "membership gap"
+        console.print(f"{escape(pending)}: {escape(sealed.status)} (sealed track {escape(sealed.group)}, draw "
+                      f"{sealed.draw}: only the board's key opens the members; the board publishes them, so no "
+                      "verdict here)", soft_wrap=True)
+        return
     membership = getattr(payload, "membership", None)
     rows = gap_rows(membership)
     if not rows:

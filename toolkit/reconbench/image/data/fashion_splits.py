@@ -143,6 +143,22 @@ def sealed_pool(dataset: str, train_size: int) -> ArraySet:
     return view.arrays(train, _first(view, train.labels, "sealed", 2 * train_size))
 
 
+UPDATE_POOL_STARTS = (4_720, 4_790)  # the sealed block's last 140 images: past every static twin's pool
+
+
+def sealed_update_pool(dataset: str, update_size: int) -> ArraySet:
+    """A sealed update twin's pool of 2k images: the first k from each of two offsets of the sealed block
+    (multiples of ten, so each half has the open update set's classes and every class an even count;
+    past the static twins' pools, whose largest is the block's first 2,000)."""
+    from reconbench.image.data.fashion import fashion_mnist
+
+    view, train = _view(dataset), fashion_mnist()["train"]
+    block = view.keep(train.labels, layout()["sealed"])
+    if update_size > UPDATE_POOL_STARTS[1] - UPDATE_POOL_STARTS[0]:
+        raise ValueError(f"a sealed update pool holds updates of at most 70 images, {update_size} asked for")
+    return view.arrays(train, np.concatenate([block[s:s + update_size] for s in UPDATE_POOL_STARTS]))
+
+
 def evaluator_training_set(dataset: str) -> ArraySet:
     """The evaluation classifier's training images (the evaluator block, in the dataset's view)."""
     from reconbench.image.data.fashion import fashion_mnist

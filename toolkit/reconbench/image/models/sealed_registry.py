@@ -28,6 +28,7 @@ class Twin:
     group: str  # the sealed twin's name; its draws are <group>-d<i>
     open_twin: str  # the open track whose recipe it follows
     weights: str  # fashion_targets.TARGETS name of that recipe
+    update_size: int | None = None  # an update twin: members are the update set, the model before it is public
 
 
 SEALED = {t.group: t for t in (
@@ -36,11 +37,63 @@ SEALED = {t.group: t for t in (
     Twin("fashion-n1000-sealed", "fashion-n1000", "mcnn-n1000"),
     Twin("fashion-split5-n500-sealed", "fashion-split5-n500", "split5-mcnn-n500"),
     Twin("fashion-oddeven-n100-sealed", "fashion-oddeven-n100", "oddeven-mlp-n100"),
+    *(Twin(f"fashion-n1000-u{k}-sealed", f"fashion-n1000-u{k}", "mcnn-n1000", update_size=k) for k in (64, 8)),
 )}
 
 
-def weight_file(group: str, draw: int) -> str:
-    return f"fashion/sealed/{group}-d{draw}.safetensors"
+def weight_file(group: str, draw: int, what: str = "") -> str:
+    return f"fashion/sealed/{group}-d{draw}{what}.safetensors"
+
+
+def update_row(twin: Twin, draw: int, draws: int, key: bytes, out_dir: Path, season: str, reveal_after: str) -> dict:
+    """Draw `draw` of an update twin: the members are half of the update pool (fashion_splits.sealed_update_pool);
+    the model before the update is the open twin's (public); what the attack observes is computed here with
+    the key, exactly as image/dynamic.py computes it from an open track's update set (the gradient of the
+    whole update as one batch, and the model after Salem et al.'s fine-tune), and published, pinned by hash."""
+    import numpy as np
+
+    from reconbench.core.io import save_arrays, sha256_file
+    from reconbench.core.seal import commitment, draw_members
+    from reconbench.core.threads import one_torch_thread
+    from reconbench.core.tracks import get_track
+    from reconbench.image.data.fashion_splits import sealed_update_pool
+    from reconbench.image.dynamic import fine_tune, observation_arrays, observed_gradients
+    from reconbench.image.models.registry import save_model
+    from reconbench.image.track_files import load_target_model
+
+    opened = get_track(twin.open_twin)
+    pool = sealed_update_pool(opened.dataset, twin.update_size)
+    inside = draw_members(key, twin.group, draw, pool.labels)
+    members = pool.subset(np.flatnonzero(inside))
+    before = load_target_model(opened)
+    with one_torch_thread():
+        gradients = observed_gradients(before, members, batch_size=opened.gradient_batch_size or len(members))
+        after = fine_tune(before, members)
+    names = {what: weight_file(twin.group, draw, what) for what in ("-gradients", "-updated")}
+    for name in names.values():
+        (out_dir / name).parent.mkdir(parents=True, exist_ok=True)
+    save_arrays(out_dir / names["-gradients"], observation_arrays(gradients),
+                metadata={"observation": f"gradients of sealed draw {draw}'s update at {opened.source.model_file}"})
+    save_model(after, out_dir / names["-updated"], metadata={"architecture": opened.architecture, "recipe":
+               f"{opened.source.model_file} fine-tuned on the members of sealed draw {draw} (image/dynamic.py)"})
+    row = opened.model_dump(mode="json", exclude_none=True)
+    for gone in ("holdout_set_sha256", "update_holdout_set_sha256", "near_copy", "memorization"):
+        row.pop(gone, None)
+    row["evaluation_model"]["accuracy"] = {}  # measured on the update set: membership, so not published
+    return row | {
+        "id": f"{twin.group}-d{draw}",
+        "title": f"{opened.title} (sealed: the update drawn from the board's key, draw {draw} of {draws})",
+        "update_set_sha256": pool.sha256,
+        "recipe": f"python -m reconbench.image.models.sealed_registry {twin.group} (image/dynamic.py's update of "
+                  f"{opened.source.model_file} by the draw's members)",
+        "seal": {"group": twin.group, "draw": draw, "draws": draws, "open_twin": twin.open_twin, "season": season,
+                 "reveal_after": reveal_after, "pool_size": len(pool), "pool_sha256": pool.sha256,
+                 "commitment": commitment(key, twin.group, draw, pool.sha256, inside),
+                 "observation": {"gradients_file": names["-gradients"],
+                                 "gradients_sha256": sha256_file(out_dir / names["-gradients"]),
+                                 "updated_model_file": names["-updated"],
+                                 "updated_model_sha256": sha256_file(out_dir / names["-updated"])}},
+    }
 
 
 def train_members(weights: str, members, config=None):
@@ -66,6 +119,8 @@ def train_members(weights: str, members, config=None):
 def draw_row(twin: Twin, draw: int, draws: int, key: bytes, out_dir: Path, config=None,
              season: str = SEASON, reveal_after: str = REVEAL_AFTER) -> dict:
     """Train draw `draw` of `twin` into out_dir and return its registry row (a dict of tracks.json's schema)."""
+    if twin.update_size:
+        return update_row(twin, draw, draws, key, out_dir, season, reveal_after)
     import numpy as np
 
     from reconbench.core.io import sha256_file
