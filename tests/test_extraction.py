@@ -170,3 +170,29 @@ def test_members_of_a_class_without_reconstructions_count_in_n():
     keep = rec_y == rec_y[0]  # only the copied member's class
     got = _count(track, s, rec[keep], rec_y[keep])
     assert got.members == 1 and got.n_members == len(s.target) and got.n_holdout == len(s.holdout)
+
+
+def test_a_count_signed_at_another_calibration_is_re_scored_and_a_wrong_one_at_this_calibration_fails():
+    """rescore.extraction: a result signed before the track's threshold moved (digits' did) claims other
+    constants; the board shows the count re-scored at the registry's, never the claim. At the registry's
+    own constants, a claimed k that the recomputation does not find still fails."""
+    from types import SimpleNamespace
+
+    from reconbench.core.extraction import ExtractionResult
+    from reconbench.submissions.checks.rescore import extraction_check
+
+    actual = ExtractionResult(members=0, n_members=100, holdout=0, n_holdout=100, threshold=1.1e-4, pair_rate=1e-6,
+                              expected_members=0.01, expected_holdout=0.01, p=1.0, p_relabel=1.0)
+
+    def check(claimed):
+        ctx = SimpleNamespace(result=SimpleNamespace(payload=SimpleNamespace(membership=SimpleNamespace(extraction=claimed))))
+        [c] = extraction_check(ctx, actual)
+        return c, ctx.extraction
+
+    old_calibration = actual.model_copy(update=dict(members=1, threshold=1.7e-3, pair_rate=9e-6, p=0.04))
+    c, shown = check(old_calibration)
+    assert c.status == "pass" and "another calibration" in c.message and "extracts 0 of 100" in c.message
+    assert shown is actual
+    inflated = actual.model_copy(update=dict(members=5, p=1e-9))
+    c, _ = check(inflated)
+    assert c.status == "fail" and "members 5 claimed, 0 recomputed" in c.message
