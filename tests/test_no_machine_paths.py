@@ -81,7 +81,8 @@ def test_the_rule_reads_every_published_file_and_each_platforms_paths(tmp_path):
                     "attack": {"paper": "https://example.org/a/b.pdf", "scenario": "static/white-box/none"}},
         "signature": {"public_key": "Drs6OYBD7EaYD1Q3PenXcaEi41e6NGbT+/co2/4YSkA=", "value": "/gF7Wd/ILR+/x=="}}))
     (entry / "reproduction.json").write_text(json.dumps({"record": {"problems": ["ran in /tmp/tmpab12/run"]}}))
-    (entry / "README.md").write_text("# an entry\n\nSee https://example.org/x/y.\nWeights: /Users/carol/w/alexnet.pth\n")
+    (entry / "README.md").write_text("# an entry\n\nSee https://example.org/x/y.\nWeights: /Users/carol/w/alexnet.pth\n"
+                                     "Data: /usr/share/datasets/fashion-mnist, not /etc/passwd\n")  # system paths: nobody's
     assert machine_path_problems(entry) == [
         "team/entry/result.json: payload.provenance.command holds the machine path 'C:\\\\Users\\\\bob\\\\w'",
         "team/entry/reproduction.json: record.problems[0] holds the machine path '/tmp/tmpab12/run'",

@@ -23,6 +23,17 @@ def no_machine_paths(text) -> str:
     return text
 
 
+# Where a path names a person or one machine's session: homes, temporary and per-user folders. A
+# contributor's README is prose, and a system path in it (/etc/passwd, /usr/share/datasets/...) is
+# nobody's folder; the toolkit's own signed fields are held to every absolute path (machine_paths).
+PRIVATE_ROOTS = ("/home/", "/root/", "/Users/", "/tmp/", "/var/tmp/", "/var/folders/", "/private/", "/run/user/")
+
+
+def private_paths(text) -> list[str]:
+    """The machine paths in `text` under a home, temporary or per-user folder, and every Windows path."""
+    return [p for p in machine_paths(text) if p.startswith(PRIVATE_ROOTS) or not p.startswith("/")]
+
+
 def machine_paths(text) -> list[str]:
     """Every absolute local path in `text` (what no_machine_paths would cut), in order."""
     return [m.group(0) for pattern in PATTERNS for m in pattern.finditer(str(text))]

@@ -3,7 +3,9 @@ temporary folder says who ran a command and where; a signed note is public forev
 
 The entry's result, reproduction record, sealed record and README are read as published, every string
 of the JSON files by its field, and refused when one holds an absolute local path: the same patterns
-the toolkit cuts before it signs (core/redact.py), so anything the current toolkit signs passes.
+the toolkit cuts before it signs (core/redact.py), so anything the current toolkit signs passes. The
+README, the contributor's own prose, is refused for a home, temporary or per-user folder only: a
+system path there (/etc/passwd, /usr/share/datasets/...) names nobody's machine.
 An entry signed by an older toolkit that published one is re-issued (scripts/reissue_entries.py).
 Until it is, the maintainers may list its files' exact bytes (sha256) in maintainers/PENDING_FILE:
 those files alone pass with a warning that says so; any other byte, or any other file, fails. The list
@@ -16,7 +18,7 @@ import json
 import tomllib
 from pathlib import Path
 
-from reconbench.core.redact import machine_paths
+from reconbench.core.redact import machine_paths, private_paths
 from reconbench.submissions.checks.base import Check, CheckFailed, Context
 from reconbench.submissions.layout import README_FILE, REPRODUCTION_FILE, SEALED_FILE, SIZE_CAPS, show
 from reconbench.core.envelope import RESULT_FILE
@@ -50,7 +52,8 @@ def _file_problems(raw: bytes, name: str, where: str) -> list[str]:
         except ValueError:
             return []  # not JSON: the schema and signature checks say so
     else:
-        found = [(f"line {n}", p) for n, line in enumerate(text.splitlines(), 1) for p in machine_paths(line)]
+        # the README is the contributor's prose: only a home, temporary or per-user folder is someone's
+        found = [(f"line {n}", p) for n, line in enumerate(text.splitlines(), 1) for p in private_paths(line)]
     return [f"{where}: {field} holds the machine path {show(p)!r}" for field, p in found]
 
 
