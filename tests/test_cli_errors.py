@@ -127,7 +127,10 @@ def test_ctrl_c_during_the_attack_says_nothing_was_written(work):
     env.pop("RECONBENCH_DEBUG", None)
     proc = subprocess.Popen([sys.executable, "-m", "reconbench.cli", "evaluate", "--attack", "att.py:Slow", "--quiet",
                              "--out", str(out)], cwd=work, env=env, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)  # its own process group, as a shell's foreground job
+                            start_new_session=True,  # its own process group, as a shell's foreground job
+                            # and SIGINT at its default, as in a terminal: a suite started in the background
+                            # (`cmd &` in a script) inherits it ignored, and Python would then never see Ctrl-C
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(iter(proc.stderr.readline, "")), daemon=True)
     reader.start()
