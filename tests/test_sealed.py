@@ -454,7 +454,9 @@ def test_a_sealed_update_twin_hands_the_attack_the_published_observation_of_its_
     expected = observed_gradients(before, mine, batch_size=64)
     seen = build_knowledge(track, Scenario.parse("dynamic/white-box/none")).extra("update_gradients")
     assert seen.batch_sizes == (64,) and seen.parameter_names == expected.parameter_names
-    assert all(torch.equal(a, b) for a, b in zip(seen.gradients[0], expected.gradients[0]))
+    # equal up to float32 summation order (the file was written at one torch thread, this may run at more:
+    # 5e-6 of a tensor's largest entry at two); the public pool's update differs by far more (below)
+    assert all((a - b).abs().max() <= 1e-4 * b.abs().max() for a, b in zip(seen.gradients[0], expected.gradients[0]))
     whole = observed_gradients(before, pool(track), batch_size=128)  # what a public-pool update would show
     assert not torch.allclose(seen.gradients[0][-1], whole.gradients[0][-1])
     after = build_knowledge(track, Scenario.parse("dynamic/black-box/same")).extra("query_after")

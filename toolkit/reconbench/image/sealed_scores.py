@@ -128,7 +128,7 @@ def record(track: Track, key: bytes, entry_id: str, payload_sha256: str, images:
             "permutations": PERMUTATIONS, "seed": SEED, **sealed_numbers(track, key, images, labels, device)}
 
 
-def observation_matches(track: Track, key: bytes, tolerance: float = 1e-5) -> bool:
+def observation_matches(track: Track, key: bytes, tolerance: float = 1e-4) -> bool:
     """An update twin's published observation equals image/dynamic.py's recipe on the members the key
     opens (what `seal verify` checks after the reveal: the board published the update of its commitment)."""
     import torch
@@ -141,7 +141,9 @@ def observation_matches(track: Track, key: bytes, tolerance: float = 1e-5) -> bo
     mine = member_set(track, key)
     fresh = observed_gradients(before, mine, batch_size=track.gradient_batch_size or len(mine))
     redone = fine_tune(before, mine)
-    close = lambda a, b: torch.allclose(a, b, rtol=tolerance, atol=tolerance)  # noqa: E731
+    # Within `tolerance` of each tensor's largest entry: float32 sums reorder with the thread count (5e-6
+    # of the scale between 1 and 2 threads), while another member set moves the update by far more.
+    close = lambda a, b: bool((a - b).abs().max() <= tolerance * b.abs().max() + 1e-12)  # noqa: E731
     return seen.batch_sizes == fresh.batch_sizes and all(
         close(a, b) for batch, again in zip(seen.gradients, fresh.gradients) for a, b in zip(batch, again)) and all(
         close(a, b) for a, b in zip(after.state_dict().values(), redone.state_dict().values()))
