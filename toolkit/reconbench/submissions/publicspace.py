@@ -103,6 +103,7 @@ class PublicSpace:
         self.images = np.ascontiguousarray(images, dtype=np.uint8)
         self.shape = tuple(self.images.shape[1:])
         self.flat = self.images.reshape(len(self.images), -1)
+        self.flat_sq = np.einsum("ij,ij->i", self.flat, self.flat, dtype=np.int64).astype(np.float64)  # exact
         self.axes = _pixel_axes(self.flat)
         self.pixel_proj = project(self.flat, self.axes)
         self.pixel_sq = (self.pixel_proj ** 2).sum(1)
@@ -145,30 +146,43 @@ class PublicSpace:
         return rows[keep], cols[keep], values[keep]
 
     def closest_pixel(self, queries: np.ndarray) -> float:
-        """The smallest pixel MSE between any query and any pool image: the full comparison (no bound
-        prunes it: far pairs are most of them), pool images in blocks (memory bounded). The products
-        run in float32 (half the CPU of float64); every pair within their rounding bound of the
-        smallest is then measured exactly from the uint8 grey levels, so the answer is exact."""
-        flat = np.ascontiguousarray(queries, dtype=np.uint8).reshape(len(queries), -1)
+        """The smallest pixel MSE between any query and any pool image, exact. The query nearest a pool
+        image in the projected space gives an upper bound u (that pair's exact MSE); a query whose
+        projected distance to every pool image exceeds u (the projection's lower bound, module docstring)
+        cannot hold the minimum, and the queries left are compared with the whole pool: the products in
+        float32 (half the CPU of float64), pool images in blocks (memory bounded); every pair within
+        their rounding bound of the smallest is then measured exactly from the uint8 grey levels."""
+        flat, q = self._pixel_screen(queries)
         if not len(flat) or not len(self):
             return float("inf")
+        lower, nearest = np.empty(len(q)), np.empty(len(q), dtype=np.int64)
+        step = max(1, CHUNK // len(self))
+        for lo in range(0, len(q), step):
+            d = q[lo:lo + step] @ self.pixel_proj.T
+            d *= -2.0
+            d += self.pixel_sq[None, :]
+            nearest[lo:lo + step] = d.argmin(1)
+            lower[lo:lo + step] = d[np.arange(len(d)), nearest[lo:lo + step]] + (q[lo:lo + step] ** 2).sum(1)
+        upper = float(self._pixel_mse(flat, np.arange(len(q)), nearest).min())
+        flat = flat[lower <= upper * flat.shape[1] * (1 + SLACK) + SLACK]
         d = flat.shape[1]
         x = flat.astype(np.float32)
         x_sq = (flat.astype(np.float64) ** 2).sum(1)
         # |float32 dot - exact| <= D u (x.p) <= D u (|x|^2 + |p|^2) / 2 (u = 2^-24, any summation order);
         # grey levels are exact in float32 and the squared norms exact in float64
-        slack = d * 2.0 ** -23 * (x_sq.max() + 255.0 ** 2 * d)
-        best, rows, cols = np.inf, [], []
-        step = max(1, CHUNK // len(x))
-        for lo in range(0, len(self), step):
+        slack = d * 2.0 ** -23 * (x_sq.max() + 255.0 ** 2 * d) if len(x) else 0.0
+        best, rows, cols = upper * 255.0 ** 2 * d, [], []
+        step = max(1, CHUNK // max(1, len(x)))
+        for lo in range(0, len(self) if len(x) else 0, step):
             p = self.flat[lo:lo + step]
-            dist = x_sq[:, None] + (p.astype(np.float64) ** 2).sum(1)[None, :] - 2.0 * (x @ p.astype(np.float32).T)
+            dist = x_sq[:, None] + self.flat_sq[None, lo:lo + step] - 2.0 * (x @ p.astype(np.float32).T)
             best = min(best, float(dist.min()))
             r, c = np.nonzero(dist <= best + 2 * slack)
             rows.append(r)
             cols.append(c + lo)
-        rows, cols = np.concatenate(rows), np.concatenate(cols)
-        return float(self._pixel_mse(flat, rows, cols).min())
+        if not rows or not sum(len(r) for r in rows):
+            return upper
+        return min(upper, float(self._pixel_mse(flat, np.concatenate(rows), np.concatenate(cols)).min()))
 
     def flag(self, queries: np.ndarray, thresholds: Thresholds) -> Flags:
         queries = np.ascontiguousarray(queries, dtype=np.uint8)
