@@ -55,3 +55,22 @@ def test_copies_and_the_closest_distance_are_the_full_comparison_s():
     assert set(rows.tolist()) == set(np.flatnonzero(best <= COPY_MSE).tolist()) and len(rows)
     assert abs(space.closest_pixel(q[10:]) - best[10:].min()) < 1e-12  # without the exact copies: a positive minimum
     assert best[10:].min() > 0
+
+
+def test_pools_sharing_pixel_axes_give_the_same_answers():
+    """A sealed draw's pool screens with the axes of its dataset's first pool (publicspace._AXES): any
+    orthonormal axes keep the bound, so the flags and the closest distance are those of its own axes."""
+    from reconbench.submissions import publicspace
+
+    track = get_track("digits")
+    pool, thresholds = public_pool(track), public_thresholds(track)
+    q = queries(pool)
+    publicspace._AXES.clear()
+    PublicSpace(pool[::-1][:300], axes_key="shared-test")  # the first pool of the key fixes its axes
+    shared, own = PublicSpace(pool, axes_key="shared-test"), PublicSpace(pool)
+    assert not np.allclose(shared.axes, own.axes)
+    a, b = shared.flag(q, thresholds), own.flag(q, thresholds)
+    assert np.array_equal(a.hit, b.hit) and np.array_equal(a.where, b.where)
+    assert np.array_equal(a.pixel, b.pixel) and np.array_equal(a.structure, b.structure)
+    assert shared.closest_pixel(q[10:]) == own.closest_pixel(q[10:])
+    publicspace._AXES.clear()

@@ -36,6 +36,7 @@ BASIS_SAMPLE = 2000  # pool images the pixel axes are computed from (any orthono
 CHUNK = 1 << 22  # screened pairs at once (float64: 32 MB)
 FEATURE_BATCH = 2048  # images whose full structure features are computed at once
 MEMO_MAX = 400_000  # projected structure vectors kept per process (~1.2 kB an image)
+_AXES: dict[tuple, np.ndarray] = {}  # (dataset, image shape) -> pixel axes (PublicSpace's axes_key)
 _MEMO: dict[bytes, np.ndarray] = {}  # image digest -> (len(SHIFTS), DIMS) projected structure vectors
 SLACK = 1e-9  # relative and absolute slack on the screen's bound (its float64 rounding, ~1e-13 here)
 
@@ -99,12 +100,18 @@ def nearest_of_each(rows: np.ndarray, cols: np.ndarray, values: np.ndarray) -> n
 class PublicSpace:
     """A track's public pool, searchable for near-copies (see the module docstring)."""
 
-    def __init__(self, images: np.ndarray):
+    def __init__(self, images: np.ndarray, axes_key: str | None = None):
+        """axes_key: pools under one key (a dataset: its tracks and sealed draws) share their pixel axes,
+        computed from the first such pool (any orthonormal axes keep the bound; these screen as well)."""
         self.images = np.ascontiguousarray(images, dtype=np.uint8)
         self.shape = tuple(self.images.shape[1:])
         self.flat = self.images.reshape(len(self.images), -1)
         self.flat_sq = np.einsum("ij,ij->i", self.flat, self.flat, dtype=np.int64).astype(np.float64)  # exact
-        self.axes = _pixel_axes(self.flat)
+        if axes_key is None:
+            self.axes = _pixel_axes(self.flat)
+        else:
+            key = (axes_key, self.shape)
+            self.axes = _AXES[key] if key in _AXES else _AXES.setdefault(key, _pixel_axes(self.flat))
         self.pixel_proj = project(self.flat, self.axes)
         self.pixel_sq = (self.pixel_proj ** 2).sum(1)
         self.struct_proj = _struct_projection(self.images)  # (M, shifts, k)
@@ -233,7 +240,7 @@ def public_space(track) -> tuple[PublicSpace, Thresholds]:
         images = public_pool(track)
         thresholds = nearcopy._THRESHOLDS.get(key) or nearcopy._recorded(track, images) or nearcopy.calibrate(images)
         nearcopy._THRESHOLDS[key] = thresholds
-        _SPACES[key] = (PublicSpace(images), thresholds)
+        _SPACES[key] = (PublicSpace(images, axes_key=track.dataset), thresholds)
         while len(_SPACES) > SPACES_KEPT:
             _SPACES.popitem(last=False)
     return _SPACES[key]
@@ -243,3 +250,4 @@ def release() -> None:
     """Drop the spaces and the per-image memo (the site build, once validation is done)."""
     _SPACES.clear()
     _MEMO.clear()
+    _AXES.clear()
