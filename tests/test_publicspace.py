@@ -4,11 +4,14 @@ copies, shifted copies, constant images and noise (issue 37: it replaced the ful
 site build and in validate)."""
 
 import numpy as np
+import pytest
 import torch
 
 from reconbench.core.tracks import get_track
 from reconbench.image.track_files import public_pool
-from reconbench.submissions.nearcopy import Space, public_thresholds
+from reconbench.submissions import publicspace, shiftfeatures
+from reconbench.submissions.nearcopy import SHIFTS, Space, public_thresholds, structure_features
+from reconbench.submissions.nearindex import dct_projection
 from reconbench.submissions.publicspace import PublicSpace
 
 
@@ -55,3 +58,47 @@ def test_copies_and_the_closest_distance_are_the_full_comparison_s():
     assert set(rows.tolist()) == set(np.flatnonzero(best <= COPY_MSE).tolist()) and len(rows)
     assert abs(space.closest_pixel(q[10:]) - best[10:].min()) < 1e-12  # without the exact copies: a positive minimum
     assert best[10:].min() > 0
+
+
+def edge_cases(pool: np.ndarray) -> np.ndarray:
+    """Constant images (black, grey, white), bright borders (a pool image framed in white, a white
+    2-pixel frame on black), one bright pixel in a corner or on an edge, and noise."""
+    shape = pool.shape[1:]
+    constant = np.stack([np.full(shape, v, np.uint8) for v in (0, 90, 255)])
+    framed = pool[:4].copy()
+    framed[:, :, [0, -1], :] = 255
+    framed[:, :, :, [0, -1]] = 255
+    frame2 = np.zeros((1, *shape), np.uint8)
+    frame2[..., :2, :] = frame2[..., -2:, :] = frame2[..., :2] = frame2[..., -2:] = 255
+    dots = np.zeros((3, *shape), np.uint8)
+    dots[0, :, 0, 0], dots[1, :, -1, -2], dots[2, :, 1, shape[-1] // 2] = 255, 200, 255
+    noise = np.random.default_rng(5).integers(0, 256, (6, *shape)).astype(np.uint8)
+    return np.concatenate([constant, framed, frame2, dots, noise])
+
+
+@pytest.mark.parametrize("track,size", [("digits", None), ("fashion-n100", 300), ("fashion-oddeven-n100", 300)])
+def test_the_pool_s_projection_is_structure_features_bit_for_bit(track, size, monkeypatch):
+    """publicspace._struct_projection (shiftfeatures: filters with wrap padding rolled, borders
+    recomputed) equals its definition, structure_features at each shift on the DCT axes, exactly: the
+    screen's lower bound holds for the exact features. Digits (8x8) and 32x32 padded / 28x28 Fashion."""
+    pool = public_pool(get_track(track))
+    images = np.concatenate([pool[:size], edge_cases(pool)])
+    torch.set_num_threads(1)
+    monkeypatch.setattr(publicspace, "_MEMO", {})
+    p = dct_projection(tuple(images.shape[1:]), publicspace.DIMS)
+    want = np.stack([structure_features(images, s).numpy() @ p.T for s in SHIFTS], axis=1)
+    assert np.array_equal(publicspace._struct_projection(images), want)
+    # the wrap-and-frame computation itself, also on digits (whose pool takes structure_features)
+    for s, f in shiftfeatures._shifted(images):
+        assert torch.equal(f, structure_features(images, s)), s
+    if images.shape[-1] >= shiftfeatures.MIN_SIDE:  # the fast path is what ran above
+        assert shiftfeatures.exact(tuple(images.shape[1:])), "F.conv2d sums in another order here: fast path off"
+
+
+def test_a_probe_mismatch_falls_back_to_structure_features(monkeypatch):
+    images = edge_cases(public_pool(get_track("fashion-n100")))
+    monkeypatch.setitem(shiftfeatures._EXACT, tuple(images.shape[1:]), False)
+    monkeypatch.setattr(shiftfeatures, "_shifted", None)  # would raise if called
+    got = list(shiftfeatures.shifted_features(images))
+    assert [s for s, _ in got] == SHIFTS
+    assert all(torch.equal(f, structure_features(images, s)) for s, f in got)

@@ -97,6 +97,11 @@ def structure_features(images: np.ndarray, shift: tuple[int, int] = (0, 0)) -> t
     c = x.shape[1]
     x = median3x3(x).double() / 255.0
     y = F.conv2d(F.pad(x, (1, 1, 1, 1), mode="replicate"), _binomial(c), groups=c).flatten(1)
+    return unit_rows(y)
+
+
+def unit_rows(y: torch.Tensor) -> torch.Tensor:
+    """N x D float64 rows centred and scaled to unit norm (structure_features' last step)."""
     y = y - y.mean(1, keepdim=True)
     return y / y.norm(dim=1, keepdim=True).clamp_min(1e-12)
 
