@@ -17,8 +17,8 @@ evidence is the nearest such image (in pixel space when the pixel test flags it,
 space) with both exact distances to that image. Unflagged reconstructions carry no distance (inf).
 The projected structure vectors are kept per image content: the Fashion-MNIST tracks' pools share
 their images, so a board computes them once per image, not once per track; their features come from
-shiftfeatures.shifted_features (structure_features' values bit for bit) in batches of 256: a quarter to
-a third of the CPU of structure_features per shift in batches of 2,048 (benchmarks/bench_struct_projection.py).
+shiftfeatures.shifted_features (structure_features' values bit for bit) in batches of 256: 0.13-0.16
+of the CPU of structure_features per shift in batches of 2,048 (benchmarks/bench_struct_projection.py).
 """
 
 from __future__ import annotations
