@@ -76,18 +76,20 @@ def _pixel_axes(flat: np.ndarray) -> np.ndarray:
 
 
 def _within(q: np.ndarray, pool: np.ndarray, pool_sq: np.ndarray, limit: float) -> tuple[np.ndarray, np.ndarray]:
-    """(query row, pool index) pairs with ||q - p||^2 <= limit (with SLACK), in chunks."""
+    """(query row, pool index) pairs with ||q - p||^2 <= limit (with SLACK), in chunks.
+
+    ||q - p||^2 <= L  <=>  q.p - |p|^2 / 2 >= (|q|^2 - L) / 2: one product of [q, 1] with [p, -|p|^2 / 2],
+    then one comparison a pair (three passes over the N x M block fewer than forming the distance); its
+    rounding (~1e-12 here: norms <= 32) is far inside SLACK."""
     q_sq = (q * q).sum(1)
     rows_out, cols_out = [], []
     step = max(1, CHUNK // max(1, len(pool)))
     bound = limit * (1 + SLACK) + SLACK
+    pool_aug = np.concatenate([pool, -0.5 * pool_sq[:, None]], axis=1).T.copy()
+    q_aug = np.concatenate([q, np.ones((len(q), 1))], axis=1)
+    floor = 0.5 * (q_sq - bound)
     for lo in range(0, len(q), step):
-        # in place (no N x M temporaries); its rounding, like the expression's, is far inside SLACK
-        d = q[lo:lo + step] @ pool.T
-        d *= -2.0
-        d += q_sq[lo:lo + step, None]
-        d += pool_sq[None, :]
-        r, c = np.nonzero(d <= bound)
+        r, c = np.nonzero(q_aug[lo:lo + step] @ pool_aug >= floor[lo:lo + step, None])
         rows_out.append(r + lo)
         cols_out.append(c)
     if not rows_out:
