@@ -42,6 +42,7 @@ PROJECTION_BATCH = 256  # pool images projected at once (smaller batches stay in
 MEMO_MAX = 400_000  # projected structure vectors kept per process (~1.2 kB an image)
 _AXES: dict[tuple, np.ndarray] = {}  # (dataset, image shape) -> pixel axes (PublicSpace's axes_key)
 _MEMO: dict[bytes, np.ndarray] = {}  # image digest -> (len(SHIFTS), DIMS) projected structure vectors
+POOL_BLOCK = 1024  # closest_pixel: pool images per float32 product (a few MB: the block stays in cache)
 SLACK = 1e-9  # relative and absolute slack on the screen's bound (its float64 rounding, ~1e-13 here)
 
 
@@ -185,10 +186,13 @@ class PublicSpace:
         # grey levels are exact in float32 and the squared norms exact in float64
         slack = d * 2.0 ** -23 * (x_sq.max() + 255.0 ** 2 * d) if len(x) else 0.0
         best, rows, cols = upper * 255.0 ** 2 * d, [], []
-        step = max(1, CHUNK // max(1, len(x)))
+        step = POOL_BLOCK  # pool rows at once, through one float32 buffer: no fresh pages per block
+        buffer = np.empty((min(step, len(self)), d), dtype=np.float32)
         for lo in range(0, len(self) if len(x) else 0, step):
-            p = self.flat[lo:lo + step]
-            dist = x_sq[:, None] + self.flat_sq[None, lo:lo + step] - 2.0 * (x @ p.astype(np.float32).T)
+            p = buffer[:len(self.flat[lo:lo + step])]
+            np.copyto(p, self.flat[lo:lo + step], casting="unsafe")
+            dist = x @ p.T
+            dist = x_sq[:, None] + self.flat_sq[None, lo:lo + step] - 2.0 * dist
             best = min(best, float(dist.min()))
             r, c = np.nonzero(dist <= best + 2 * slack)
             rows.append(r)
