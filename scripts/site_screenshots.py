@@ -41,7 +41,7 @@ def shoot(site: Path, out: Path, pages: list[str]) -> list[Path]:
             page = context.new_page()
             for path in pages:
                 page.goto(f"{url}/{path}")
-                page.wait_for_timeout(1500)  # Plotly draws after load
+                page.wait_for_timeout(3000)  # Plotly draws after load, and the tab row fades in
                 name = path.strip("/").replace("/", "_") or "home"
                 file = out / f"{name}-{width}.png"
                 page.screenshot(path=str(file), full_page=True)

@@ -36,3 +36,30 @@ def test_references_across_a_family_are_one_line_per_kind_at_its_best():
     assert [g["metrics"]["mse"]["value"] for g in grouped_references(refs, "mse")] == pytest.approx([0.96, 0.77, 0.67])
     assert len(reference_traces(grouped, "ssim", (100, 1000))) == 3
     assert all("best over this family" in g["short"] for g in grouped)
+
+
+def test_the_memorization_chart_plots_the_quality_the_board_shows_not_minus_one():
+    """A chart point is the board cell's quality (labels apart): a wrong-label row's worst values are
+    taken out, and a run whose every label is wrong (Deep Leakage's one update image) has no point."""
+    from reconbench.leaderboard.charts import label_quality
+
+    rows = pd.DataFrame({
+        "ssim": [(0.2 * 3 - 5) / 8, -1.0, 0.4],
+        "ssim_note": ["5 of 8 reconstructions have no target of their class: scored -1, no coverage",
+                      "1 of 1 reconstructions have no target of their class: scored -1, no coverage", None],
+    })
+    got = label_quality(rows, "ssim")["ssim"].tolist()
+    assert got[0] == pytest.approx(0.2) and pd.isna(got[1]) and got[2] == 0.4
+    assert rows["ssim"].tolist()[1] == -1.0  # the frame itself is left as it is
+
+
+def test_metrics_with_the_same_caveat_share_one_footnote():
+    """Acc@1 and Acc@5 carry the same caveat: one footnote names both, and both headers point at it."""
+    from reconbench.leaderboard.pages import footnote_number, footnotes, make_env
+
+    metrics = ["mse", "ssim", "acc_top1", "acc_top5", "knn_dist"]
+    groups = footnotes(metrics)
+    assert ["acc_top1", "acc_top5"] in groups and len(groups) == len({tuple(g) for g in groups})
+    assert footnote_number("acc_top1", metrics) == footnote_number("acc_top5", metrics)
+    html = make_env().from_string('{% import "_macros.html.j2" as m %}{{ m.caveats(ms) }}').render(ms=metrics)
+    assert html.count("<li>") == len(groups) and "Acc@1, Acc@5" in html

@@ -60,7 +60,8 @@ class ImageBoard:
         timings["frame"] = time.perf_counter() - t1
         t_ref = time.perf_counter()
         # cached on disk by target-set hash; gaps only where entries stand beside them (each costs a permutation test)
-        references = baselines.all_baselines(tracks, gaps_for=set(frame["track"].dropna()))
+        with_entries = set(frame["track"].dropna())
+        references = baselines.all_baselines(tracks, gaps_for=with_entries, only=with_entries)
         for track_id, refs in references.items():
             for ref in refs:
                 ref["track"] = track_id

@@ -169,12 +169,14 @@ def pseudo_labelled(track, aux):
 PSEUDO_BATCH = 128
 
 
-def all_baselines(tracks, gaps_for=None) -> dict[str, list[dict]]:
+def all_baselines(tracks, gaps_for=None, only=None) -> dict[str, list[dict]]:
     """track id -> reference rows, for the tracks whose data can be loaded here (others: none). gaps_for:
-    the track ids whose rows also get their membership gaps (the tracks with entries; None: all)."""
+    the track ids whose rows also get their membership gaps (the tracks with entries; None: all). only:
+    the track ids to score at all (None: all): a board scores the tracks with entries, since a reference
+    row stands beside entries (an empty track's page has no table, and its charts no points)."""
     out = {}
     for track in tracks:
-        if track.status == "unpublished":
+        if track.status == "unpublished" or (only is not None and track.id not in only):
             continue
         try:
             out[track.id] = track_baselines(track, gaps=gaps_for is None or track.id in gaps_for)

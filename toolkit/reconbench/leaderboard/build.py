@@ -132,7 +132,7 @@ def warm_reference_baselines(root: Path) -> None:
             continue  # validation reports it; the board then scores what it needs itself
     heap.trim(freeze=True)  # the imports stay: each track's trim below then scans only that track's objects
     try:
-        baselines.all_baselines(all_tracks(), gaps_for=tracks)
+        baselines.all_baselines(all_tracks(), gaps_for=tracks, only=tracks)
     except TrackError as exc:
         log.warning("tracks registry unreadable: %s", exc)
     heap.trim()

@@ -21,6 +21,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from reconbench.leaderboard.frame import BOARD_METRICS, LABELS, RANK_PREFERENCE, ranked
+from reconbench.leaderboard.labels import labels_wrong
 from reconbench.image.metrics import METRICS
 
 UNITS = {"fid": "", "ssim": "", "psnr": " [dB]", "mse": " [pixels in 0..1, squared]", "lpips": ""}
@@ -62,7 +63,27 @@ def _fmt(metric: str, row: pd.Series) -> str:
     text = f"{value:.3f}"
     if cov is not None and pd.notna(cov):
         text += f" ({100 * cov:.2f}%)"
+    wrong = labels_wrong(row.get(f"{metric}_note"))
+    if wrong is not None:
+        text += f" on {wrong.total - wrong.count} of {wrong.total} · {wrong.count} label wrong"
     return text
+
+
+def label_quality(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """The rows with `metric` as the boards show it (pages.metric_cell): the quality of the reconstructions
+    that have a target of their class, wrong labels being a count apart (leaderboard/labels.py), never the
+    metric's worst value averaged in; NaN when every label is wrong (no quality to plot)."""
+    def value(row):
+        wrong = labels_wrong(row.get(f"{metric}_note"))
+        if wrong is None:
+            return row[metric]
+        quality = wrong.quality(float(row[metric]))
+        return float("nan") if quality is None else quality
+
+    rows = rows.copy()
+    if len(rows):
+        rows[metric] = rows.apply(value, axis=1)
+    return rows
 
 
 def error_bars(rows: pd.DataFrame, metric: str) -> dict:
@@ -157,6 +178,7 @@ def memorization_figure(frame: pd.DataFrame, track, tracks: list, references: li
         for attack, group in data.groupby("attack_label", sort=True):
             best_rows = []
             for track_id, per_track in group.groupby("track"):
+                per_track = label_quality(per_track[per_track[metric].notna()], metric)
                 per_track = per_track[per_track[metric].notna()]
                 if per_track.empty:
                     continue
@@ -193,7 +215,7 @@ def memorization_figure(frame: pd.DataFrame, track, tracks: list, references: li
     ]
     fig.update_layout(**_layout(
         f"Memorization view: best entry per attack vs. training-set size ({_text(family_title(track))})",
-        "training-set size |D_train| of the target model [images] (smaller = more memorization)",
+        "|D_train| [images] (smaller = more memorization)",  # short: it fits one line at 390 px
         axis_title(first),
         # metric buttons on their own line between the title and the plot, so they never cover the title
         updatemenus=[dict(type="buttons", direction="right", x=0.0, xanchor="left", y=1.02, yanchor="bottom",

@@ -70,13 +70,17 @@ def on_config(config):
 
 
 def _expand_nav(nav: list, bundle: SiteBundle) -> list:
-    """`- Leaderboards: leaderboards/index.md` -> a section: the combined view, then one per track."""
+    """`- Leaderboards: leaderboards/index.md` -> a section: the combined view, then one per track (at any
+    depth: Judge studies sit under Findings)."""
     out = []
     for item in nav:
         if isinstance(item, dict) and len(item) == 1:
             (title, value), = item.items()
             if isinstance(value, str) and value in NAV_SECTIONS:
                 out.append({title: [_nav_item(item) for item in bundle.nav[NAV_SECTIONS[value]]]})
+                continue
+            if isinstance(value, list):
+                out.append({title: _expand_nav(value, bundle)})
                 continue
         out.append(item)
     return out

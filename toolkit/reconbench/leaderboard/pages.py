@@ -213,6 +213,20 @@ def caveated(metrics) -> list[str]:
     return [m for m in metrics if m in METRICS and METRICS[m].caveat]
 
 
+def footnotes(metrics) -> list[list[str]]:
+    """The caveated metrics grouped by their footnote's text, in column order: Acc@1 and Acc@5 share one
+    footnote (the same caveat), instead of the same paragraph printed twice."""
+    groups: dict[str, list[str]] = {}
+    for m in caveated(metrics):
+        groups.setdefault(METRICS[m].caveat, []).append(m)
+    return list(groups.values())
+
+
+def footnote_number(metric: str, metrics) -> int:
+    """The mark of `metric`'s footnote among those of a table of `metrics` (footnotes)."""
+    return next(i for i, group in enumerate(footnotes(metrics), 1) if metric in group)
+
+
 def caveat_for(metric: str, tracks=()) -> str:
     """A metric column's footnote for the tracks its table shows: SSIM's names the valid window the
     images of those tracks get (7x7 on 8x8 digits, 11x11 on 32x32 Fashion), not one typed size."""
@@ -235,7 +249,7 @@ def make_env() -> Environment:
         keep_trailing_newline=True,
     )
     env.filters.update(metric=metric_cell, claimed=claimed_cell, sortval=sort_value, date=date_text, link=rb_link,
-                       attack_page=attack_page, external=external_url, pretty_json=pretty_json, caveated=caveated,
+                       attack_page=attack_page, external=external_url, pretty_json=pretty_json, caveated=caveated, footnotes=footnotes,
                        no_paths=no_paths, merged_checks=merged_checks, not_computed=not_computed)
     from reconbench.text.board import TEXT_INFO, TEXT_LABELS, visible
 
@@ -250,7 +264,7 @@ def make_env() -> Environment:
     env.globals.update(METRICS={**METRICS, **TEXT_INFO}, LABELS={**LEAK_LABELS, **LABELS, **TEXT_LABELS}, BOARD_METRICS=BOARD_METRICS,
                        KNOWLEDGE=KNOWLEDGE,
                        TRUST_TEXT=TRUST_TEXT, readme=render_readme, notna=pd.notna,
-                       metric_order=metric_order, caveat_for=caveat_for)
+                       metric_order=metric_order, caveat_for=caveat_for, footnote_number=footnote_number)
     return env
 
 

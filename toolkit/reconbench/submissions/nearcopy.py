@@ -80,7 +80,12 @@ def median3x3(x: torch.Tensor) -> torch.Tensor:
     uint8 grey levels move a quarter of float32's bytes."""
     h, w = x.shape[-2:]
     rows, cols = torch.arange(-1, h + 1).clamp(0, h - 1), torch.arange(-1, w + 1).clamp(0, w - 1)
-    p = x[..., rows, :][..., cols]  # replicate padding by index (F.pad's replicate wants floats)
+    return median3x3_padded(x[..., rows, :][..., cols])  # replicate padding by index (F.pad's wants floats)
+
+
+def median3x3_padded(p: torch.Tensor) -> torch.Tensor:
+    """N x C x H x W: the 3x3 median of each pixel of N x C x (H+2) x (W+2) but its 1-pixel frame."""
+    h, w = p.shape[-2] - 2, p.shape[-1] - 2
     v = [p[..., dy:dy + h, dx:dx + w] for dy in range(3) for dx in range(3)]
     for a, b in _MEDIAN9:
         v[a], v[b] = torch.minimum(v[a], v[b]), torch.maximum(v[a], v[b])
@@ -97,6 +102,11 @@ def structure_features(images: np.ndarray, shift: tuple[int, int] = (0, 0)) -> t
     c = x.shape[1]
     x = median3x3(x).double() / 255.0
     y = F.conv2d(F.pad(x, (1, 1, 1, 1), mode="replicate"), _binomial(c), groups=c).flatten(1)
+    return unit_rows(y)
+
+
+def unit_rows(y: torch.Tensor) -> torch.Tensor:
+    """N x D float64 rows centred and scaled to unit norm (structure_features' last step)."""
     y = y - y.mean(1, keepdim=True)
     return y / y.norm(dim=1, keepdim=True).clamp_min(1e-12)
 

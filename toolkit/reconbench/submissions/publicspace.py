@@ -16,7 +16,9 @@ So a reconstruction is flagged exactly when it has a public image within a thres
 evidence is the nearest such image (in pixel space when the pixel test flags it, else in structure
 space) with both exact distances to that image. Unflagged reconstructions carry no distance (inf).
 The projected structure vectors are kept per image content: the Fashion-MNIST tracks' pools share
-their images, so a board computes them once per image, not once per track.
+their images, so a board computes them once per image, not once per track; their features come from
+shiftfeatures.shifted_features (structure_features' values bit for bit) in batches of 256: 0.13-0.16
+of the CPU of structure_features per shift in batches of 2,048 (benchmarks/bench_struct_projection.py).
 """
 
 from __future__ import annotations
@@ -30,13 +32,17 @@ import numpy as np
 from reconbench.submissions import nearcopy
 from reconbench.submissions.nearcopy import SHIFTS, Flags, Thresholds, structure_features
 from reconbench.submissions.nearindex import dct_projection, project
+from reconbench.submissions.shiftfeatures import shifted_features
 
 DIMS = 16  # projected dimensions of each space (the screen; the answer is exact whatever the value)
 BASIS_SAMPLE = 2000  # pool images the pixel axes are computed from (any orthonormal axes keep the bound)
 CHUNK = 1 << 22  # screened pairs at once (float64: 32 MB)
 FEATURE_BATCH = 2048  # images whose full structure features are computed at once
+PROJECTION_BATCH = 256  # pool images projected at once (smaller batches stay in cache: half the CPU of 2048)
 MEMO_MAX = 400_000  # projected structure vectors kept per process (~1.2 kB an image)
+_AXES: dict[tuple, np.ndarray] = {}  # (dataset, image shape) -> pixel axes (PublicSpace's axes_key)
 _MEMO: dict[bytes, np.ndarray] = {}  # image digest -> (len(SHIFTS), DIMS) projected structure vectors
+POOL_BLOCK = 1024  # closest_pixel: pool images per float32 product (a few MB: the block stays in cache)
 SLACK = 1e-9  # relative and absolute slack on the screen's bound (its float64 rounding, ~1e-13 here)
 
 
@@ -52,10 +58,10 @@ def _struct_projection(images: np.ndarray) -> np.ndarray:
     if len(_MEMO) + len(missing) > MEMO_MAX:
         _MEMO.clear()
         missing = list(range(len(images)))
-    for lo in range(0, len(missing), FEATURE_BATCH):
-        rows = missing[lo:lo + FEATURE_BATCH]
+    for lo in range(0, len(missing), PROJECTION_BATCH):
+        rows = missing[lo:lo + PROJECTION_BATCH]
         batch = images[rows]
-        proj = np.stack([structure_features(batch, s).numpy() @ p.T for s in SHIFTS], axis=1)
+        proj = np.stack([f.numpy() @ p.T for _, f in shifted_features(batch)], axis=1)  # structure_features
         for i, v in zip(rows, proj):
             _MEMO[keys[i]] = v
     return np.stack([_MEMO[k] for k in keys]) if keys else np.zeros((0, len(SHIFTS), p.shape[0]))
@@ -71,18 +77,20 @@ def _pixel_axes(flat: np.ndarray) -> np.ndarray:
 
 
 def _within(q: np.ndarray, pool: np.ndarray, pool_sq: np.ndarray, limit: float) -> tuple[np.ndarray, np.ndarray]:
-    """(query row, pool index) pairs with ||q - p||^2 <= limit (with SLACK), in chunks."""
+    """(query row, pool index) pairs with ||q - p||^2 <= limit (with SLACK), in chunks.
+
+    ||q - p||^2 <= L  <=>  q.p - |p|^2 / 2 >= (|q|^2 - L) / 2: one product of [q, 1] with [p, -|p|^2 / 2],
+    then one comparison a pair (three passes over the N x M block fewer than forming the distance); its
+    rounding (~1e-12 here: norms <= 32) is far inside SLACK."""
     q_sq = (q * q).sum(1)
     rows_out, cols_out = [], []
     step = max(1, CHUNK // max(1, len(pool)))
     bound = limit * (1 + SLACK) + SLACK
+    pool_aug = np.concatenate([pool, -0.5 * pool_sq[:, None]], axis=1).T.copy()
+    q_aug = np.concatenate([q, np.ones((len(q), 1))], axis=1)
+    floor = 0.5 * (q_sq - bound)
     for lo in range(0, len(q), step):
-        # in place (no N x M temporaries); its rounding, like the expression's, is far inside SLACK
-        d = q[lo:lo + step] @ pool.T
-        d *= -2.0
-        d += q_sq[lo:lo + step, None]
-        d += pool_sq[None, :]
-        r, c = np.nonzero(d <= bound)
+        r, c = np.nonzero(q_aug[lo:lo + step] @ pool_aug >= floor[lo:lo + step, None])
         rows_out.append(r + lo)
         cols_out.append(c)
     if not rows_out:
@@ -99,11 +107,18 @@ def nearest_of_each(rows: np.ndarray, cols: np.ndarray, values: np.ndarray) -> n
 class PublicSpace:
     """A track's public pool, searchable for near-copies (see the module docstring)."""
 
-    def __init__(self, images: np.ndarray):
+    def __init__(self, images: np.ndarray, axes_key: str | None = None):
+        """axes_key: pools under one key (a dataset: its tracks and sealed draws) share their pixel axes,
+        computed from the first such pool (any orthonormal axes keep the bound; these screen as well)."""
         self.images = np.ascontiguousarray(images, dtype=np.uint8)
         self.shape = tuple(self.images.shape[1:])
         self.flat = self.images.reshape(len(self.images), -1)
-        self.axes = _pixel_axes(self.flat)
+        self.flat_sq = np.einsum("ij,ij->i", self.flat, self.flat, dtype=np.int64).astype(np.float64)  # exact
+        if axes_key is None:
+            self.axes = _pixel_axes(self.flat)
+        else:
+            key = (axes_key, self.shape)
+            self.axes = _AXES[key] if key in _AXES else _AXES.setdefault(key, _pixel_axes(self.flat))
         self.pixel_proj = project(self.flat, self.axes)
         self.pixel_sq = (self.pixel_proj ** 2).sum(1)
         self.struct_proj = _struct_projection(self.images)  # (M, shifts, k)
@@ -145,30 +160,46 @@ class PublicSpace:
         return rows[keep], cols[keep], values[keep]
 
     def closest_pixel(self, queries: np.ndarray) -> float:
-        """The smallest pixel MSE between any query and any pool image: the full comparison (no bound
-        prunes it: far pairs are most of them), pool images in blocks (memory bounded). The products
-        run in float32 (half the CPU of float64); every pair within their rounding bound of the
-        smallest is then measured exactly from the uint8 grey levels, so the answer is exact."""
-        flat = np.ascontiguousarray(queries, dtype=np.uint8).reshape(len(queries), -1)
+        """The smallest pixel MSE between any query and any pool image, exact. The query nearest a pool
+        image in the projected space gives an upper bound u (that pair's exact MSE); a query whose
+        projected distance to every pool image exceeds u (the projection's lower bound, module docstring)
+        cannot hold the minimum, and the queries left are compared with the whole pool: the products in
+        float32 (half the CPU of float64), pool images in blocks (memory bounded); every pair within
+        their rounding bound of the smallest is then measured exactly from the uint8 grey levels."""
+        flat, q = self._pixel_screen(queries)
         if not len(flat) or not len(self):
             return float("inf")
+        lower, nearest = np.empty(len(q)), np.empty(len(q), dtype=np.int64)
+        step = max(1, CHUNK // len(self))
+        for lo in range(0, len(q), step):
+            d = q[lo:lo + step] @ self.pixel_proj.T
+            d *= -2.0
+            d += self.pixel_sq[None, :]
+            nearest[lo:lo + step] = d.argmin(1)
+            lower[lo:lo + step] = d[np.arange(len(d)), nearest[lo:lo + step]] + (q[lo:lo + step] ** 2).sum(1)
+        upper = float(self._pixel_mse(flat, np.arange(len(q)), nearest).min())
+        flat = flat[lower <= upper * flat.shape[1] * (1 + SLACK) + SLACK]
         d = flat.shape[1]
         x = flat.astype(np.float32)
         x_sq = (flat.astype(np.float64) ** 2).sum(1)
         # |float32 dot - exact| <= D u (x.p) <= D u (|x|^2 + |p|^2) / 2 (u = 2^-24, any summation order);
         # grey levels are exact in float32 and the squared norms exact in float64
-        slack = d * 2.0 ** -23 * (x_sq.max() + 255.0 ** 2 * d)
-        best, rows, cols = np.inf, [], []
-        step = max(1, CHUNK // len(x))
-        for lo in range(0, len(self), step):
-            p = self.flat[lo:lo + step]
-            dist = x_sq[:, None] + (p.astype(np.float64) ** 2).sum(1)[None, :] - 2.0 * (x @ p.astype(np.float32).T)
+        slack = d * 2.0 ** -23 * (x_sq.max() + 255.0 ** 2 * d) if len(x) else 0.0
+        best, rows, cols = upper * 255.0 ** 2 * d, [], []
+        step = POOL_BLOCK  # pool rows at once, through one float32 buffer: no fresh pages per block
+        buffer = np.empty((min(step, len(self)), d), dtype=np.float32)
+        for lo in range(0, len(self) if len(x) else 0, step):
+            p = buffer[:len(self.flat[lo:lo + step])]
+            np.copyto(p, self.flat[lo:lo + step], casting="unsafe")
+            dist = x @ p.T
+            dist = x_sq[:, None] + self.flat_sq[None, lo:lo + step] - 2.0 * dist
             best = min(best, float(dist.min()))
             r, c = np.nonzero(dist <= best + 2 * slack)
             rows.append(r)
             cols.append(c + lo)
-        rows, cols = np.concatenate(rows), np.concatenate(cols)
-        return float(self._pixel_mse(flat, rows, cols).min())
+        if not rows or not sum(len(r) for r in rows):
+            return upper
+        return min(upper, float(self._pixel_mse(flat, np.concatenate(rows), np.concatenate(cols)).min()))
 
     def flag(self, queries: np.ndarray, thresholds: Thresholds) -> Flags:
         queries = np.ascontiguousarray(queries, dtype=np.uint8)
@@ -219,7 +250,7 @@ def public_space(track) -> tuple[PublicSpace, Thresholds]:
         images = public_pool(track)
         thresholds = nearcopy._THRESHOLDS.get(key) or nearcopy._recorded(track, images) or nearcopy.calibrate(images)
         nearcopy._THRESHOLDS[key] = thresholds
-        _SPACES[key] = (PublicSpace(images), thresholds)
+        _SPACES[key] = (PublicSpace(images, axes_key=track.dataset), thresholds)
         while len(_SPACES) > SPACES_KEPT:
             _SPACES.popitem(last=False)
     return _SPACES[key]
@@ -229,3 +260,4 @@ def release() -> None:
     """Drop the spaces and the per-image memo (the site build, once validation is done)."""
     _SPACES.clear()
     _MEMO.clear()
+    _AXES.clear()

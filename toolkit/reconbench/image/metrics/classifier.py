@@ -63,14 +63,17 @@ _TARGET_FEATURES: dict[tuple, torch.Tensor] = {}
 
 
 def target_features(evaluator: Evaluator, tar: np.ndarray, device: str) -> torch.Tensor:
-    """E's features of a target set, computed once per process (validation re-scores every entry of
-    a track against the same targets); keyed by the model's and the images' content."""
+    """E's features of a target set (or holdout, or one entry's reconstructions), computed once per
+    process (validation re-scores every entry of a track against the same targets and holdout, and the
+    gap reads the reconstructions' again); keyed by the model's and the images' content."""
     import hashlib
 
     key = (id(evaluator.model), evaluator.sha256, hashlib.sha256(np.ascontiguousarray(tar).tobytes()).hexdigest(),
            tar.shape, str(device))
-    if key not in _TARGET_FEATURES:
-        if len(_TARGET_FEATURES) >= 8:
+    if key in _TARGET_FEATURES:
+        _TARGET_FEATURES[key] = _TARGET_FEATURES.pop(key)  # least recently used goes first
+    else:
+        if len(_TARGET_FEATURES) >= 16:
             _TARGET_FEATURES.pop(next(iter(_TARGET_FEATURES)))
         _TARGET_FEATURES[key] = logits_and_features(evaluator, tar, device)[1]
     return _TARGET_FEATURES[key]

@@ -30,14 +30,22 @@ MAX_PAIRS = 1 << 22  # pairs per kernel block
 
 
 def kernel_matrix(kernel, rec: torch.Tensor, pool: torch.Tensor, device: str) -> np.ndarray:
-    """(n, P) matrix of the kernel's d between uint8 reconstructions and pool images, in blocks."""
+    """(n, P) matrix of the kernel's d between uint8 reconstructions and pool images, in blocks of the
+    pairwise engine's size (8 MiB of temporaries on the CPU: SSIM ran 2-4x slower in 4M-pair blocks)."""
+    from .pairwise import default_budget
+
     out = np.empty((rec.shape[0], pool.shape[0]), dtype=np.float64)
-    rows = max(1, MAX_PAIRS // max(1, pool.shape[0]))
+    pairs = default_budget(device).block_bytes // max(1, kernel.pair_bytes()) if hasattr(kernel, "pair_bytes") else MAX_PAIRS
+    pairs = max(1, min(pairs, MAX_PAIRS))
+    cols = min(pool.shape[0], pairs)
+    rows = max(1, pairs // max(1, cols))
     with torch.inference_mode():
         p_state = kernel.prepare(pool.to(device))
         for lo in range(0, rec.shape[0], rows):
             r_state = kernel.prepare(rec[lo:lo + rows].to(device))
-            out[lo:lo + rows] = kernel.block(r_state, p_state).to(torch.float64).cpu().numpy()
+            for c0 in range(0, pool.shape[0], cols):
+                part = {k: v[c0:c0 + cols] for k, v in p_state.items()}
+                out[lo:lo + rows, c0:c0 + cols] = kernel.block(r_state, part).to(torch.float64).cpu().numpy()
     return out
 
 
@@ -59,33 +67,60 @@ def image_groups(matrix_of, rec_y, tar_y, hold_y, larger_is_better: bool) -> lis
     return groups
 
 
-def kernel_gap(kernel, rec, rec_y, tar, tar_y, hold, hold_y, device: str = "cpu", permutations: int = PERMUTATIONS) -> Gap | None:
-    """The gap of one pairwise kernel (uint8 tensors on the CPU, int64 numpy labels)."""
+Matrices = dict  # class -> (reconstruction indices, target indices, holdout indices, (n, P) matrix)
 
-    def matrix(r, t, h):
+
+def class_matrices(kernel, rec, rec_y, tar, tar_y, hold, hold_y, device: str = "cpu") -> Matrices:
+    """Per class with targets and holdout images: the kernel's matrix of its reconstructions against its
+    targets followed by its holdout images (what the gap compares; S-Dis reads the target columns)."""
+    out = {}
+    for c, r, t, h in class_pools(rec_y, tar_y, hold_y):
         pool = torch.cat([tar[torch.from_numpy(t)], hold[torch.from_numpy(h)]])
-        return kernel_matrix(kernel, rec[torch.from_numpy(r)], pool, device)
+        out[c] = (r, t, h, kernel_matrix(kernel, rec[torch.from_numpy(r)], pool, device))
+    return out
 
-    groups = image_groups(matrix, rec_y, tar_y, hold_y, kernel.larger_is_better)
+
+def nearest_from(mats: Matrices, rec_y, tar_y, larger_is_better: bool, worst: float):
+    """pairwise.nearest_same_class's answer read from the gap's matrices (their target columns): each
+    reconstruction's best value over the targets of its class, and that target (the lowest index on a
+    tie, as the scan keeps). None when a class with targets has no holdout pool here (scan instead)."""
+    from .pairwise import Nearest
+
+    rec_y, tar_y = np.asarray(rec_y), np.asarray(tar_y)
+    if any(int(c) not in mats for c in np.unique(rec_y) if (tar_y == c).any()):
+        return None
+    best, match = np.full(len(rec_y), worst, dtype=np.float64), np.full(len(rec_y), -1, dtype=np.int64)
+    for r, t, _, m in mats.values():
+        part = m[:, :len(t)]
+        j = part.argmax(1) if larger_is_better else part.argmin(1)
+        best[r], match[r] = part[np.arange(len(r)), j], t[j]
+    return Nearest(best=best, match=match)
+
+
+def _groups(mats: Matrices, larger_is_better: bool, transform=None) -> list[Group]:
+    groups = []
+    for c, (r, t, h, m) in sorted(mats.items()):
+        members = np.r_[np.ones(len(t), bool), np.zeros(len(h), bool)]
+        groups.append(Group.from_matrix(str(c), m if transform is None else transform(m), members, larger_is_better))
+    return groups
+
+
+def kernel_gap(kernel, rec, rec_y, tar, tar_y, hold, hold_y, device: str = "cpu", permutations: int = PERMUTATIONS,
+               mats: Matrices | None = None) -> Gap | None:
+    """The gap of one pairwise kernel (uint8 tensors on the CPU, int64 numpy labels); `mats`: the
+    class_matrices already computed for these inputs."""
+    mats = class_matrices(kernel, rec, rec_y, tar, tar_y, hold, hold_y, device) if mats is None else mats
+    groups = _groups(mats, kernel.larger_is_better)
     return membership_gap(groups, kernel.larger_is_better, n_total=len(rec_y), worst=kernel.worst, permutations=permutations)
 
 
 def mse_and_psnr_gaps(kernel, rec, rec_y, tar, tar_y, hold, hold_y, device: str = "cpu",
-                      permutations: int = PERMUTATIONS) -> tuple[Gap | None, Gap | None]:
+                      permutations: int = PERMUTATIONS, mats: Matrices | None = None) -> tuple[Gap | None, Gap | None]:
     """MSE's gap and PSNR's (per pair psnr_from_mse of the same MSE matrix: one pass for both)."""
-    cache: dict[int, np.ndarray] = {}
-
-    def matrix(r, t, h):
-        pool = torch.cat([tar[torch.from_numpy(t)], hold[torch.from_numpy(h)]])
-        m = kernel_matrix(kernel, rec[torch.from_numpy(r)], pool, device)
-        cache[int(r[0])] = m
-        return m
-
-    groups = image_groups(matrix, rec_y, tar_y, hold_y, larger_is_better=False)
-    mse = membership_gap(groups, False, n_total=len(rec_y), worst=kernel.worst, permutations=permutations)
-    psnr_groups = image_groups(lambda r, t, h: psnr_from_mse(cache[int(r[0])]), rec_y, tar_y, hold_y, True)
-    psnr = membership_gap(psnr_groups, True, n_total=len(rec_y), worst=float(psnr_from_mse(kernel.worst)),
-                          permutations=permutations)
+    mats = class_matrices(kernel, rec, rec_y, tar, tar_y, hold, hold_y, device) if mats is None else mats
+    mse = membership_gap(_groups(mats, False), False, n_total=len(rec_y), worst=kernel.worst, permutations=permutations)
+    psnr = membership_gap(_groups(mats, True, psnr_from_mse), True, n_total=len(rec_y),
+                          worst=float(psnr_from_mse(kernel.worst)), permutations=permutations)
     return mse, psnr
 
 
@@ -119,8 +154,10 @@ PRDC_HIGHER = {"prdc_precision": True, "prdc_recall": True, "prdc_density": True
 
 
 def membership_report(metrics, rec, rec_y, tar, tar_y, hold, hold_y, *, device: str, shape, lpips_kernel=None,
-                      evaluator=None, inception=None, cache_dir=None, permutations: int = PERMUTATIONS) -> dict:
+                      evaluator=None, inception=None, cache_dir=None, permutations: int = PERMUTATIONS,
+                      matrices: dict[str, Matrices] | None = None) -> dict:
     """metric -> (GapResult, membership.Gap or None) for every metric of `metrics` (score.py's).
+    `matrices`: "mse" / "ssim" -> their class_matrices, when score() computed them already (for S-Dis).
 
     A metric that was not computed against the targets is not computed against the holdout either."""
     from .pixel import MSEKernel
@@ -133,16 +170,18 @@ def membership_report(metrics, rec, rec_y, tar, tar_y, hold, hold_y, *, device: 
     def put(name, gap):
         out[name] = (_result(gap), gap)
 
-    mse, psnr = mse_and_psnr_gaps(MSEKernel(shape), rec, ry, tar, ty, hold, hy, device, permutations)
+    matrices = matrices or {}
+    mse, psnr = mse_and_psnr_gaps(MSEKernel(shape), rec, ry, tar, ty, hold, hy, device, permutations, matrices.get("mse"))
     put("mse", mse)
     put("psnr", psnr)
-    put("ssim", kernel_gap(SSIMKernel(shape, device=device), rec, ry, tar, ty, hold, hy, device, permutations))
+    put("ssim", kernel_gap(SSIMKernel(shape, device=device), rec, ry, tar, ty, hold, hy, device, permutations,
+                           matrices.get("ssim")))
     if lpips_kernel is not None:
         put("lpips", kernel_gap(lpips_kernel, rec, ry, tar, ty, hold, hy, device, permutations))
     if evaluator is not None and metrics.get("knn_dist") is not None and metrics["knn_dist"].status == "computed":
-        from .classifier import logits_and_features
+        from .classifier import target_features
 
-        feats = [logits_and_features(evaluator, x.numpy(), device)[1] for x in (rec, tar, hold)]
+        feats = [target_features(evaluator, x.numpy(), device) for x in (rec, tar, hold)]
         put("knn_dist", feature_gap(feats[0], ry, feats[1], ty, feats[2], hy, permutations))
     if inception is not None:
         out.update(dataset_level_gaps(inception, rec, tar, hold, device, cache_dir))

@@ -97,15 +97,33 @@ def score(
     def nearest(kernel) -> Nearest:
         return nearest_same_class(kernel, rec, rec_y, tar, tar_y, device=device, budget=budget)
 
+    # With a holdout, the gap needs each class's reconstructions against its targets and holdout images;
+    # S-Dis is read from those matrices' target columns (leakage.nearest_from) instead of a second pass.
+    hold = hold_y = None
+    shared: dict = {}
+    if holdout_images is not None:
+        from .leakage import class_matrices, nearest_from
+
+        hold, hold_y = check_pair(holdout_images, holdout_labels, tar_images, tar_labels)[:2]
+        ry, ty, hy = (np.asarray(y.numpy(), dtype=np.int64) for y in (rec_y, tar_y, hold_y))
+
+    def nearest_of(name: str, kernel) -> Nearest:
+        if hold is not None:
+            shared[name] = class_matrices(kernel, rec, ry, tar, ty, hold, hy, device)
+            found = nearest_from(shared[name], ry, ty, kernel.larger_is_better, kernel.worst)
+            if found is not None:
+                return found
+        return nearest(kernel)
+
     provenance: dict[str, str] = {}
-    mse = nearest(MSEKernel(shape))
+    mse = nearest_of("mse", MSEKernel(shape))
     metrics["mse"] = sample_level(mse.best, mse.match, m, MSEKernel.worst)
     # PSNR is monotone in MSE: same map, same coverage; averaged per image (capped at 100 dB)
     metrics["psnr"] = sample_level(psnr_from_mse(mse.best), mse.match, m, float(psnr_from_mse(MSEKernel.worst)))
     matches["mse"] = matches["psnr"] = mse.match
 
     ssim_kernel = SSIMKernel(shape, device=device)
-    ssim = nearest(ssim_kernel)
+    ssim = nearest_of("ssim", ssim_kernel)
     metrics["ssim"] = sample_level(ssim.best, ssim.match, m, SSIMKernel.worst)
     matches["ssim"] = ssim.match
     provenance["ssim_window"] = f"gaussian sigma={SIGMA}, {2 * RADIUS + 1} taps, valid window {ssim_kernel.win}"
@@ -161,9 +179,8 @@ def score(
     if holdout_images is not None:
         from .leakage import membership_report
 
-        hold, hold_y = check_pair(holdout_images, holdout_labels, tar_images, tar_labels)[:2]
         gaps = membership_report(metrics, rec, rec_y, tar, tar_y, hold, hold_y, device=device, shape=shape,
-                                 lpips_kernel=lpips_kernel,
+                                 lpips_kernel=lpips_kernel, matrices=shared,
                                  evaluator=evaluator, inception=_fid_extractor(metrics, inception_extractor, weights_dir, device),
                                  cache_dir=cache_dir, **({} if permutations is None else {"permutations": permutations}))
     extraction = None
