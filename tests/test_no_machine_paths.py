@@ -130,3 +130,14 @@ def test_the_committed_entries_name_no_machine_path_but_the_listed_bytes():
         assert unlisted == [], unlisted
     stale = {where: sha for where, sha in listed.items() if found.get(where) != sha}
     assert stale == {}, "listed files no longer committed with those bytes: remove their lines"
+
+
+def test_a_result_made_from_python_records_its_command_without_machine_paths(monkeypatch):
+    """evaluate() called from a script records the script's command line (no `command` given): its paths
+    are cut there too, or the entry would fail the paths check it was made to pass."""
+    import sys
+
+    from reconbench.core.redact import machine_paths, this_command
+
+    monkeypatch.setattr(sys, "argv", ["/home/alice/experiments/run.py", "--out", "/tmp/x/runs", "--seed", "3"])
+    assert this_command() == "…/run.py --out …/runs --seed 3" and not machine_paths(this_command())

@@ -15,6 +15,15 @@ WINDOWS_PATH = re.compile(r"(?<![\w\\])[A-Za-z]:\\(?:[\w .@+-]+\\)+([\w.@+-]*)")
 PATTERNS = (MACHINE_PATH, WINDOWS_PATH)
 
 
+def this_command() -> str:
+    """The command line of this process as a result records it when no command is given (evaluate called
+    from Python: `python /home/alice/run.py`), its machine paths cut."""
+    import shlex
+    import sys
+
+    return no_machine_paths(shlex.join(sys.argv))
+
+
 def no_machine_paths(text) -> str:
     """`text` with every absolute local path cut to its last part (…/name)."""
     text = str(text)

@@ -6,8 +6,6 @@
 from __future__ import annotations
 
 import platform
-import shlex
-import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -16,6 +14,7 @@ from typing import Any
 
 import torch
 
+from reconbench.core.redact import this_command
 from reconbench._version import __version__
 import numpy as np
 
@@ -301,7 +300,7 @@ def evaluate(
             device=device_name(torch_device),
             hardware=f"{platform.system()} {platform.machine()}, {torch.get_num_threads()} CPU threads",
             seed=seed,
-            command=command or shlex.join(sys.argv),
+            command=command or this_command(),
             started=started,
             finished=finished,
             wall_seconds=round(wall, 3),

@@ -11,8 +11,6 @@ so they run in this process.
 from __future__ import annotations
 
 import platform
-import shlex
-import sys
 import time
 from dataclasses import dataclass
 from functools import lru_cache
@@ -20,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from reconbench.core.redact import this_command
 from reconbench.text.items import TextItem, TextSet
 from reconbench.text.results import TextResultFile
 
@@ -179,7 +178,7 @@ def evaluate_text(*, track_id: str, attack: str, scenario: str | None = None, se
             toolkit_version=__version__, git_commit=git_commit, git_dirty=git_dirty,
             python=platform.python_version(), torch=torch.__version__, device=device_name(torch_device),
             hardware=f"{platform.system()} {platform.machine()}, {torch.get_num_threads()} CPU threads",
-            seed=seed, command=command or shlex.join(sys.argv), started=started, finished=finished,
+            seed=seed, command=command or this_command(), started=started, finished=finished,
             wall_seconds=round(wall, 3), queries=knowledge.queries if chosen.split("/")[1] == "black-box" else None,
             attack_facts=_facts(rec.provenance),
             sandbox="none",  # registered text attacks run in this process (docs/sandbox.md)
