@@ -118,7 +118,9 @@ class PublicSpace:
             self.axes = _pixel_axes(self.flat)
         else:
             key = (axes_key, self.shape)
-            self.axes = _AXES[key] if key in _AXES else _AXES.setdefault(key, _pixel_axes(self.flat))
+            if key not in _AXES:
+                _AXES[key] = _pixel_axes(self.flat)
+            self.axes = _AXES[key]
         self.pixel_proj = project(self.flat, self.axes)
         self.pixel_sq = (self.pixel_proj ** 2).sum(1)
         self.struct_proj = _struct_projection(self.images)  # (M, shifts, k)
@@ -179,27 +181,26 @@ class PublicSpace:
             lower[lo:lo + step] = d[np.arange(len(d)), nearest[lo:lo + step]] + (q[lo:lo + step] ** 2).sum(1)
         upper = float(self._pixel_mse(flat, np.arange(len(q)), nearest).min())
         flat = flat[lower <= upper * flat.shape[1] * (1 + SLACK) + SLACK]
+        if not len(flat):
+            return upper
         d = flat.shape[1]
         x = flat.astype(np.float32)
         x_sq = (flat.astype(np.float64) ** 2).sum(1)
         # |float32 dot - exact| <= D u (x.p) <= D u (|x|^2 + |p|^2) / 2 (u = 2^-24, any summation order);
         # grey levels are exact in float32 and the squared norms exact in float64
-        slack = d * 2.0 ** -23 * (x_sq.max() + 255.0 ** 2 * d) if len(x) else 0.0
+        slack = d * 2.0 ** -23 * (x_sq.max() + 255.0 ** 2 * d)
         best, rows, cols = upper * 255.0 ** 2 * d, [], []
-        step = POOL_BLOCK  # pool rows at once, through one float32 buffer: no fresh pages per block
-        buffer = np.empty((min(step, len(self)), d), dtype=np.float32)
-        for lo in range(0, len(self) if len(x) else 0, step):
-            p = buffer[:len(self.flat[lo:lo + step])]
-            np.copyto(p, self.flat[lo:lo + step], casting="unsafe")
-            dist = x @ p.T
-            dist = x_sq[:, None] + self.flat_sq[None, lo:lo + step] - 2.0 * dist
+        buffer = np.empty((min(POOL_BLOCK, len(self)), d), dtype=np.float32)  # one buffer: no fresh pages a block
+        for lo in range(0, len(self), POOL_BLOCK):
+            p = buffer[:len(self.flat[lo:lo + POOL_BLOCK])]
+            np.copyto(p, self.flat[lo:lo + POOL_BLOCK], casting="unsafe")
+            dist = x_sq[:, None] + self.flat_sq[None, lo:lo + POOL_BLOCK] - 2.0 * (x @ p.T)
             best = min(best, float(dist.min()))
             r, c = np.nonzero(dist <= best + 2 * slack)
             rows.append(r)
             cols.append(c + lo)
-        if not rows or not sum(len(r) for r in rows):
-            return upper
-        return min(upper, float(self._pixel_mse(flat, np.concatenate(rows), np.concatenate(cols)).min()))
+        rows, cols = np.concatenate(rows), np.concatenate(cols)
+        return min(upper, float(self._pixel_mse(flat, rows, cols).min())) if len(rows) else upper
 
     def flag(self, queries: np.ndarray, thresholds: Thresholds) -> Flags:
         queries = np.ascontiguousarray(queries, dtype=np.uint8)

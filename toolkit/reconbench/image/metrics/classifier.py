@@ -59,29 +59,34 @@ def logits_and_features(evaluator: Evaluator, images: np.ndarray, device: str) -
     return torch.cat(logits), torch.cat([f.double().cpu() for f in captured])
 
 
-_TARGET_FEATURES: dict[tuple, torch.Tensor] = {}
+_OUTPUTS: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
+
+
+def cached_outputs(evaluator: Evaluator, images: np.ndarray, device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """logits_and_features of a set of images, computed once per process and kept (LRU, 16 sets) by the
+    model's and the images' content: validation re-scores every entry of a track against the same targets
+    and holdout, and an entry's reconstructions are read by its metrics and again by its gap."""
+    import hashlib
+
+    key = (id(evaluator.model), evaluator.sha256, hashlib.sha256(np.ascontiguousarray(images).tobytes()).hexdigest(),
+           images.shape, str(device))
+    if key in _OUTPUTS:
+        _OUTPUTS[key] = _OUTPUTS.pop(key)  # least recently used goes first
+    else:
+        if len(_OUTPUTS) >= 16:
+            _OUTPUTS.pop(next(iter(_OUTPUTS)))
+        _OUTPUTS[key] = logits_and_features(evaluator, images, device)
+    return _OUTPUTS[key]
 
 
 def target_features(evaluator: Evaluator, tar: np.ndarray, device: str) -> torch.Tensor:
-    """E's features of a target set (or holdout, or one entry's reconstructions), computed once per
-    process (validation re-scores every entry of a track against the same targets and holdout, and the
-    gap reads the reconstructions' again); keyed by the model's and the images' content."""
-    import hashlib
-
-    key = (id(evaluator.model), evaluator.sha256, hashlib.sha256(np.ascontiguousarray(tar).tobytes()).hexdigest(),
-           tar.shape, str(device))
-    if key in _TARGET_FEATURES:
-        _TARGET_FEATURES[key] = _TARGET_FEATURES.pop(key)  # least recently used goes first
-    else:
-        if len(_TARGET_FEATURES) >= 16:
-            _TARGET_FEATURES.pop(next(iter(_TARGET_FEATURES)))
-        _TARGET_FEATURES[key] = logits_and_features(evaluator, tar, device)[1]
-    return _TARGET_FEATURES[key]
+    """E's penultimate features of a set of images (targets, holdout, reconstructions), kept per content."""
+    return cached_outputs(evaluator, tar, device)[1]
 
 
 def classifier_metrics(evaluator: Evaluator, rec: np.ndarray, rec_y: np.ndarray, tar: np.ndarray, tar_y: np.ndarray,
                        device: str = "cpu") -> dict[str, MetricResult]:
-    rec_logits, rec_f = logits_and_features(evaluator, rec, device)
+    rec_logits, rec_f = cached_outputs(evaluator, rec, device)
     tar_f = target_features(evaluator, tar, device)
     labels = torch.from_numpy(np.asarray(rec_y, dtype=np.int64))
     k = min(TOP_K, rec_logits.shape[1])

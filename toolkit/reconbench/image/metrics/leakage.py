@@ -57,14 +57,15 @@ def class_pools(rec_y: np.ndarray, tar_y: np.ndarray, hold_y: np.ndarray):
             yield int(c), r, t, h
 
 
+def _group(c: int, t: np.ndarray, h: np.ndarray, scores: np.ndarray, larger_is_better: bool) -> Group:
+    """One class's group: its (n, P) scores against its targets, then its holdout images."""
+    members = np.r_[np.ones(len(t), bool), np.zeros(len(h), bool)]
+    return Group.from_matrix(str(c), scores, members, larger_is_better)
+
+
 def image_groups(matrix_of, rec_y, tar_y, hold_y, larger_is_better: bool) -> list[Group]:
     """Groups for membership_gap; matrix_of(rec_idx, pool_targets, pool_holdout) gives the (n, P) scores."""
-    groups = []
-    for c, r, t, h in class_pools(rec_y, tar_y, hold_y):
-        scores = matrix_of(r, t, h)
-        members = np.r_[np.ones(len(t), bool), np.zeros(len(h), bool)]
-        groups.append(Group.from_matrix(str(c), scores, members, larger_is_better))
-    return groups
+    return [_group(c, t, h, matrix_of(r, t, h), larger_is_better) for c, r, t, h in class_pools(rec_y, tar_y, hold_y)]
 
 
 Matrices = dict  # class -> (reconstruction indices, target indices, holdout indices, (n, P) matrix)
@@ -98,11 +99,8 @@ def nearest_from(mats: Matrices, rec_y, tar_y, larger_is_better: bool, worst: fl
 
 
 def _groups(mats: Matrices, larger_is_better: bool, transform=None) -> list[Group]:
-    groups = []
-    for c, (r, t, h, m) in sorted(mats.items()):
-        members = np.r_[np.ones(len(t), bool), np.zeros(len(h), bool)]
-        groups.append(Group.from_matrix(str(c), m if transform is None else transform(m), members, larger_is_better))
-    return groups
+    """image_groups' groups from matrices already computed (class_matrices keeps class_pools' order)."""
+    return [_group(c, t, h, m if transform is None else transform(m), larger_is_better) for c, (_, t, h, m) in mats.items()]
 
 
 def kernel_gap(kernel, rec, rec_y, tar, tar_y, hold, hold_y, device: str = "cpu", permutations: int = PERMUTATIONS,
