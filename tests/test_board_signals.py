@@ -63,3 +63,21 @@ def test_metrics_with_the_same_caveat_share_one_footnote():
     assert footnote_number("acc_top1", metrics) == footnote_number("acc_top5", metrics)
     html = make_env().from_string('{% import "_macros.html.j2" as m %}{{ m.caveats(ms) }}').render(ms=metrics)
     assert html.count("<li>") == len(groups) and "Acc@1, Acc@5" in html
+
+
+def test_a_forged_label_count_in_a_note_fails_the_re_score():
+    """The board shows quality without the wrong labels' worst values, from the count in the metric's
+    note: a forger who keeps the true value but claims 95 wrong labels (or another worst value) would
+    show 0.9-grade quality. The count is held to the recomputed one, like the value."""
+    from reconbench.image.metrics import MetricResult
+    from reconbench.submissions.checks.rescore import compare
+
+    true = MetricResult(status="computed", value=-0.85, coverage=0.05)
+    forged = MetricResult(status="computed", value=-0.85, coverage=0.05,
+                          note="95 of 100 reconstructions have no target of their class: scored -1, no coverage")
+    check = compare("ssim", forged, true, n_targets=100, n_rec=100)
+    assert check.status == "fail" and "95 of 100 label wrong" in check.message and "every label" in check.message
+    other_worst = MetricResult(status="computed", value=-0.85, coverage=0.05, note=forged.note.replace("-1", "-9"))
+    assert compare("ssim", other_worst, forged, n_targets=100, n_rec=100).status == "fail"
+    assert compare("ssim", forged, forged, n_targets=100, n_rec=100).status == "pass"
+    assert compare("ssim", true, true, n_targets=100, n_rec=100).status == "pass"

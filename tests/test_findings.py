@@ -15,7 +15,7 @@ import pytest
 from reconbench.leaderboard import findings, findings_rule
 from reconbench.leaderboard.findings_rule import Conditions, ConditionsError, load_conditions
 from reconbench.leaderboard.frame import COLUMNS
-from reconbench.leaderboard.labels import labels_wrong
+from reconbench.core.labels import labels_wrong
 from reconbench.sweep.grid import read_grid
 
 GRID = Path(__file__).resolve().parents[1] / "docs" / "grids" / "findings.toml"

@@ -31,6 +31,7 @@ MOVED: dict[str, str] = {
     "reconbench.metrics.report": "reconbench.core.report",
     "reconbench.metrics.membership": "reconbench.core.membership",
     "reconbench.commands": "reconbench.cli.commands",
+    "reconbench.leaderboard.labels": "reconbench.core.labels",  # validation checks the notes it parses too
 }
 
 

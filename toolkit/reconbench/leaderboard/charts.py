@@ -21,7 +21,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from reconbench.leaderboard.frame import BOARD_METRICS, LABELS, RANK_PREFERENCE, ranked
-from reconbench.leaderboard.labels import labels_wrong
+from reconbench.core.labels import labels_wrong
 from reconbench.image.metrics import METRICS
 
 UNITS = {"fid": "", "ssim": "", "psnr": " [dB]", "mse": " [pixels in 0..1, squared]", "lpips": ""}
@@ -71,7 +71,7 @@ def _fmt(metric: str, row: pd.Series) -> str:
 
 def label_quality(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
     """The rows with `metric` as the boards show it (pages.metric_cell): the quality of the reconstructions
-    that have a target of their class, wrong labels being a count apart (leaderboard/labels.py), never the
+    that have a target of their class, wrong labels being a count apart (core/labels.py), never the
     metric's worst value averaged in; NaN when every label is wrong (no quality to plot)."""
     def value(row):
         wrong = labels_wrong(row.get(f"{metric}_note"))

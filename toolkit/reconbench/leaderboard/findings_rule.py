@@ -20,7 +20,7 @@ is "not testable at this budget", with what is missing. Two refusals on top (SoK
 - a side whose mean Acc@1 is at chance (within two binomial standard errors of 1/classes)
   cannot decide a sample-level comparison: its nearest-target scores measure luck, not recovery;
 - a side whose decisive metric carries label bookkeeping (reconstructions of a class absent from
-  the targets, scored at the metric's worst: leaderboard/labels.py) cannot decide "which is
+  the targets, scored at the metric's worst: core/labels.py) cannot decide "which is
   better": the count is shown apart, as labels wrong.
 
 A verdict carries its false-positive rate (a 95 % two-sided interval beyond the band says "holds"
@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from reconbench.image.metrics import METRICS
-from reconbench.leaderboard.labels import labels_wrong
+from reconbench.core.labels import labels_wrong
 
 HOLDS, FAILS, UNTESTABLE = "holds", "does not hold", "not testable at this budget"
 MIN_SEEDS = 3
@@ -174,7 +174,7 @@ class Side:
         return acc <= chance + 2 * math.sqrt(chance * (1 - chance) / (count * len(self.rows)))
 
     def labels(self, metric: str):
-        """The label-bookkeeping counts of its entries on `metric` (leaderboard/labels.py), summed."""
+        """The label-bookkeeping counts of its entries on `metric` (core/labels.py), summed."""
         found = [labels_wrong(n) for n in self.rows.get(f"{metric}_note", pd.Series(dtype=object))]
         found = [f for f in found if f is not None]
         if not found:

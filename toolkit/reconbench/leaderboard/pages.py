@@ -30,7 +30,7 @@ from markupsafe import Markup
 
 from reconbench.core.redact import no_machine_paths
 from reconbench.leaderboard.frame import BOARD_METRICS, LABELS, attack_page
-from reconbench.leaderboard.labels import labels_wrong
+from reconbench.core.labels import labels_wrong
 from reconbench.image.metrics import METRICS
 
 FRAGMENT = re.compile(r"<!--rb:html-->(.*?)<!--/rb:html-->", re.S)

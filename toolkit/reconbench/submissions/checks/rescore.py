@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from reconbench.core.labels import labels_wrong
 from reconbench.image.metrics import MetricResult, score
 from reconbench.submissions.checks.base import Check, Context
 from reconbench.core.hub import HubError
@@ -83,6 +84,12 @@ def _fmt(result: MetricResult | None) -> str:
     return f"{result.value:.6g}" + (f" (coverage {100 * result.coverage:.2f}%)" if result.coverage is not None else "")
 
 
+def _labels_text(wrong) -> str:
+    if wrong is None:
+        return "every label has its targets"
+    return wrong.text() + ("" if wrong.worst is None else f" (scored {wrong.worst:g})")
+
+
 def compare(name: str, claimed: MetricResult | None, actual: MetricResult, n_targets: int, n_rec: int = 0) -> Check:
     check_name = f"rescore.{name}"
     claimed_on = claimed is not None and claimed.status == "computed"
@@ -103,6 +110,9 @@ def compare(name: str, claimed: MetricResult | None, actual: MetricResult, n_tar
     elif claimed.coverage is not None and abs(claimed.coverage - actual.coverage) > coverage_tolerance(n_targets):
         problems.append(f"coverage {claimed.coverage:.6f} claimed, {actual.coverage:.6f} recomputed "
                         f"(tolerance one target: {coverage_tolerance(n_targets):.2g})")
+    said, found = labels_wrong(claimed.note), labels_wrong(actual.note)
+    if said != found:  # the board shows quality without the wrong labels' worst values: from this count
+        problems.append(f"note claims {_labels_text(said)}, recomputed: {_labels_text(found)}")
     if problems:
         return Check(check_name, "fail", "; ".join(problems))
     return Check(check_name, "pass", f"{_fmt(actual)} as claimed (tolerance {tol})")

@@ -5,7 +5,8 @@ has no pair to be compared with: the scorer gives it the metric's worst value (S
 says so in the metric's note (reconbench.image.metrics.score.sample_level). That count is a fact
 about the labels, not about the pixels. This module reads it back from the note, so that a board
 cell and a finding can show the quality of the reconstructions that do have a target, with the
-wrong labels as a count of their own.
+wrong labels as a count of their own. Validation holds a claimed note's count to the recomputed one
+(submissions/checks/rescore.compare): the board derives quality from it, so it is a claim like the value.
 """
 
 from __future__ import annotations
