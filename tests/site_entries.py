@@ -38,7 +38,7 @@ def evaluate_entry(workdir: Path, key: Path, *, attack: str = "mi-face", seed: i
     """A real signed result folder (digits track, FID/LPIPS not computed)."""
     out = Path(workdir) / f"run-{attack}-{seed}-{iterations}-{(scenario or 'default').replace('/', '_')}"
     evaluate(attack_spec=attack, key_path=key, out=out, seed=seed, config={"iterations": iterations}, scenario=scenario,
-             weights_dir=NO_WEIGHTS, command=f"recon-submit evaluate --attack {attack} --seed {seed}")
+             weights_dir=NO_WEIGHTS)  # it records the evaluate line of these arguments (core/run_command.py)
     return out
 
 
