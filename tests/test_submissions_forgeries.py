@@ -209,7 +209,8 @@ def test_scenario_the_attack_cannot_run_in(board):
 
 
 def test_user_attack_rule(board):
-    board.resign(lambda p: p["attack"].update(name="my-attack", code="my_attack.py:MyAttack"))
+    board.resign(lambda p: (p["attack"].update(name="my-attack", code="my_attack.py:MyAttack"),
+                            p["provenance"].update(command="recon-submit evaluate --attack my_attack.py:MyAttack")))
     assert status(board.only(), "registry") == "pass"
     for code in ("reconbench.image.attacks.mi_face:MIFace", "reconbench.attacks.mi_face:MIFace"):
         board.resign(lambda p: p["attack"].update(name="my-attack", code=code))

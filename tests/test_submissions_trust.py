@@ -17,7 +17,7 @@ from reconbench.reproduction.record import RECORD_FILE, write_record
 from reconbench.reproduction.rerun import ReproduceError, load_entry, score_run
 from reconbench.reproduction.sign import reproduce_entry, sign_record
 from reconbench.core.signing import load_private_key
-from submission_helpers import failure, fresh_board, listed_reproducer, status
+from submission_helpers import failure, fresh_board, listed_reproducer, recorded, status
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +58,7 @@ def twin(board, name, key=None, team="alpha", invert=False):
         p["reconstructions"]["sha256"] = sha256_file(folder / "reconstructions.safetensors")
         if invert:
             p["provenance"]["seed"] += 1
+            recorded(p)
 
     board.resign(edit, key=key, entry=folder)
     return folder
