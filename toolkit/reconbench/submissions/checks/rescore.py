@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reconbench.core.labels import labels_wrong
+from reconbench.core.membership import PERMUTATIONS, SEED
 from reconbench.image.metrics import MetricResult, score
 from reconbench.submissions.checks.base import Check, Context
 from reconbench.core.hub import HubError
@@ -200,6 +201,11 @@ def membership_checks(ctx: Context, holdout_sha256: str, actual: dict, n_rec: in
     if claimed.holdout_sha256 != holdout_sha256:
         return [Check("rescore.membership", "fail", f"the gap was measured against holdout {claimed.holdout_sha256[:12]}..., "
                                                     f"the registry pins {holdout_sha256[:12]}...")]
+    if (claimed.permutations, claimed.seed) != (PERMUTATIONS, SEED):
+        # the p's are re-scored at the protocol's test: a claim of another one would be shown beside them
+        return [Check("rescore.membership", "fail", f"the gap's test claims {claimed.permutations} permutations from seed "
+                                                    f"{claimed.seed}; the board's test (re-scored here) draws {PERMUTATIONS} "
+                                                    f"from seed {SEED}")]
     checks = []
     for name, got in actual.items():
         checks.append(compare_gap(name, claimed.metrics.get(name), got, n_rec, (raw or {}).get(name)))
