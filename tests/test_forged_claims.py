@@ -112,3 +112,15 @@ def test_the_board_shows_a_registered_attacks_paper_from_the_registry(board):
     assert report.trust == "signed"  # the paper is the contributor's text: not refused, but never shown
     row = entries_frame([report]).iloc[0]
     assert row["paper"] == BY_NAME["mi-face"].paper and "Mallory" not in row["paper"]
+
+
+@pytest.mark.parametrize("hide", [
+    lambda p: p["metrics"]["ssim"].update(status="not_computed", value=None, coverage=None, note="SSIM: not computed"),
+    lambda p: p["metrics"].pop("knn_dist"),
+], ids=["claimed-not-computed", "left-out"])
+def test_a_metric_that_needs_no_weights_cannot_be_hidden(board, hide):
+    """Selective reporting: a weak SSIM said to be "not computed", or a KNN distance left out, would show
+    as a blank beside the rest; only the backbone metrics (weights.NEEDS_WEIGHTS) may honestly be missing."""
+    board.resign(hide)
+    fail = failure(board.only(rescore=True))
+    assert fail.name.startswith("rescore.") and "needs no downloaded weights: evaluate computes it" in fail.message

@@ -488,8 +488,8 @@ def test_a_sealed_update_twin_is_scored_at_validation_against_its_members(sealed
     user_key = home / "user.pem"
     generate_key(user_key)
     (done,) = evaluate_draws("deep-leakage", UPDATE_GROUP, draws="all", out=home / "run", key=user_key,
-                             scenario="dynamic/white-box/none", options={"iterations": 1, "max_iter": 2},
-                             command_for_track=lambda t: f"test_sealed {t}")
+                             scenario="dynamic/white-box/none", options={"iterations": 1, "max_iter": 2})
+    # (no command given: it records the evaluate line with --set iterations/max_iter, which validate holds it to)
     payload = done.result.payload
     assert payload.track == track_id and payload.membership is None and payload.sealed.status == "scored at validation"
     assert payload.target.target_set_sha256 == get_track(track_id).seal.pool_sha256 and payload.reconstructions.count == 64
