@@ -21,6 +21,7 @@ from reconbench.core.io import save_arrays
 from reconbench.image.results import RECONSTRUCTIONS_FILE, RESULT_FILE, ResultFile, Signature, load_reconstructions
 from reconbench.core.signing import generate_key, load_private_key, sign_payload
 from reconbench.submissions.submit import submit_result
+from submission_helpers import with_seed
 
 # An empty folder (evaluate's preflight wants --weights-dir to exist): FID/LPIPS "not computed", fast, offline
 NO_WEIGHTS = Path(tempfile.mkdtemp(prefix="reconbench-no-weights-"))
@@ -135,7 +136,7 @@ def blend_entries(template: Path, sources: list[Path], root: Path, count: int, k
         p = json.loads(json.dumps(payload))
         p["entry_id"] = entry_id
         p["reconstructions"]["sha256"] = sha256_file(folder / RECONSTRUCTIONS_FILE)
-        p["provenance"]["seed"] = i
+        with_seed(p, i)
         for name, metric in report.metrics.items():
             if name in p["metrics"] and (metric.status == "computed" or p["metrics"][name]["status"] == "computed"):
                 p["metrics"][name] = metric.model_dump(mode="json")

@@ -120,6 +120,18 @@ def recorded(payload: dict, sets: dict | None = None) -> None:
         attack.get("budget") or "default", (payload.get("surrogate") or {}).get("method"))
 
 
+def with_seed(payload: dict, seed: int) -> None:
+    """Another seed for a forged payload, in its provenance and in its command's --seed (the two must agree)."""
+    import shlex
+
+    words = shlex.split(payload["provenance"]["command"])
+    if "--seed" in words:
+        words[words.index("--seed") + 1] = str(seed)
+    else:
+        words += ["--seed", str(seed)]
+    payload["provenance"].update(seed=seed, command=shlex.join(words))
+
+
 def git(root, *args) -> None:
     """Run git in `root` with a fixed identity (the first-come tests build a history)."""
     import os

@@ -124,3 +124,31 @@ def test_a_metric_that_needs_no_weights_cannot_be_hidden(board, hide):
     board.resign(hide)
     fail = failure(board.only(rescore=True))
     assert fail.name.startswith("rescore.") and "needs no downloaded weights: evaluate computes it" in fail.message
+
+
+def test_queries_are_recorded_in_black_box_cells_only(board):
+    """A black-box entry that leaves its query count out would pass the track's budget rule unseen."""
+    board.resign(lambda p: p["provenance"].update(queries=12))  # the white-box entry: it makes none
+    fail = failure(board.only())
+    assert fail.name == "registry" and "provenance.queries is 12 in the white-box cell" in fail.message
+
+    def black_box_without_count(p):
+        _as_surrogate(p)
+        p["provenance"]["queries"] = None
+    board.resign(black_box_without_count)
+    fail = failure(board.only())
+    assert fail.name == "registry" and "provenance.queries is missing, but static/black-box/none is a black-box" in fail.message
+
+
+def _as_surrogate(p):
+    """The MI-Face entry restated as run through a stolen surrogate in the static black-box cell
+    (as tests/test_submissions_hostile.py does), with its command."""
+    from reconbench.core.tracks import get_track
+    from submission_helpers import recorded
+
+    p["scenario"] = "static/black-box/none"
+    p["surrogate"] = dict(method="dfme", architecture=get_track("digits").architecture, budget="quick",
+                          config={"query_budget": 50000}, queries=49280, agreement=0.94, agreement_images=697,
+                          attack_view="static/white-box/none")
+    p["provenance"]["queries"] = 49280
+    recorded(p)

@@ -362,6 +362,7 @@ def _as_surrogate_entry(p, **changes):
                           config={"query_budget": 50000}, queries=49280, agreement=0.94, agreement_images=697,
                           attack_view="static/white-box/none")
     p["surrogate"].update(changes)
+    p["provenance"]["queries"] = 49280  # a black-box cell records its queries (the stealing's, as evaluate does)
     recorded(p)
 
 

@@ -15,7 +15,9 @@ copy the command to re-run it. So a claim the rest of the entry contradicts is r
   preset leaves "auto" is chosen by the attack for the track at run time, so any valid value stands;
   an option a result signed before it existed leaves out is not asked for;
 - a registered attack's version is the registry's, or an earlier one (entries are re-issued, not
-  relabelled, when an attack's code changes).
+  relabelled, when an attack's code changes);
+- a black-box cell records the queries the harness counted, within the track's budget, and a
+  white-box cell none (an entry that left them out would pass the budget rule unseen).
 """
 
 from __future__ import annotations
@@ -79,6 +81,21 @@ def command_problems(payload) -> list[str]:
         problems.append(f"the entry ran through a stolen surrogate ({surrogate.method}), but provenance.command gives "
                         "no --surrogate")
     return problems
+
+
+def queries_problems(payload, budget: int) -> list[str]:
+    """provenance.queries against the cell: recorded in a black-box one (the harness counts every
+    query), within `budget`; absent in a white-box one (it has the model, and makes no queries)."""
+    queries = payload.provenance.queries
+    black_box = payload.scenario.split("/")[1] == "black-box"
+    if black_box and queries is None:
+        return [f"provenance.queries is missing, but {payload.scenario} is a black-box cell: the harness counts "
+                "every query and evaluate records the count (the track's query budget is held to it)"]
+    if queries is not None and queries > budget:
+        return [f"provenance.queries is {queries:,}, more than track '{payload.track}' allows ({budget:,}, its query budget)"]
+    if not black_box and queries is not None:
+        return [f"provenance.queries is {queries:,} in the white-box cell {payload.scenario}, which makes no queries"]
+    return []
 
 
 def config_problems(attack, cls, command: str) -> list[str]:

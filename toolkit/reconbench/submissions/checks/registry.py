@@ -29,7 +29,7 @@ from reconbench.image.knowledge import KnowledgeError, check_attack_fits
 from reconbench.core.moved import canonical_code
 from reconbench.core.scenario import Scenario
 from reconbench.submissions.checks.base import Check, CheckFailed, Context
-from reconbench.submissions.claims import command_problems, config_problems
+from reconbench.submissions.claims import command_problems, config_problems, queries_problems
 from reconbench.core.tracks import TrackError, get_track
 
 USER_CODE = re.compile(r"[\w.-]+\.py:[A-Za-z_]\w*")
@@ -144,15 +144,14 @@ def check(ctx: Context) -> list[Check]:
                         "(the SoK's size rule: exactly one reconstruction per target)")
     if tuple(info.shape) != tuple(track.input_shape):
         problems.append(f"reconstructions.shape is {list(info.shape)}, the track's images are {list(track.input_shape)}")
-    spent = [("provenance.queries", payload.provenance.queries),
-             ("surrogate.queries", payload.surrogate.queries if payload.surrogate else None)]
-    for field, queries in spent:  # the track's budget (registry query_budget) held every run of the track
-        if queries is not None and queries > track.query_budget:
-            problems.append(f"{field} is {queries:,}, more than track '{track.id}' allows ({track.query_budget:,}, its query budget)")
+    stolen = payload.surrogate.queries if payload.surrogate else None  # the track's budget held its stealing too
+    if stolen is not None and stolen > track.query_budget:
+        problems.append(f"surrogate.queries is {stolen:,}, more than track '{track.id}' allows ({track.query_budget:,}, its query budget)")
     attack_problem = _attack_problem(ctx, scenario, track)
     if attack_problem:
         problems.append(attack_problem)
-    problems += command_problems(payload)  # the command, budget and seed tell one story (submissions/claims.py)
+    # the track's budget (registry query_budget) held every run; the command, budget and seed tell one story
+    problems += queries_problems(payload, track.query_budget) + command_problems(payload)  # (submissions/claims.py)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise CheckFailed(problems[0] + more, problems)
