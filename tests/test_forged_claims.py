@@ -152,3 +152,21 @@ def _as_surrogate(p):
                           attack_view="static/white-box/none")
     p["provenance"]["queries"] = 49280
     recorded(p)
+
+
+@pytest.mark.parametrize("given, ok", [
+    ("attacks/class_ascent.py:ClassAscent", True), ("/home/me/lab/class_ascent.py:ClassAscent", True),
+    ("class_ascent.py:ClassAscent", True), ("attacks/other.py:ClassAscent", False), ("class_ascent.py:Other", False),
+])
+def test_an_own_attack_given_by_a_path_names_the_file_the_code_records(given, ok):
+    """An own attack's code records the file's name (attack_source.entry_file); the command may give it by any path."""
+    from types import SimpleNamespace
+
+    from reconbench.submissions.claims import command_problems
+
+    payload = SimpleNamespace(
+        track="digits", scenario="static/white-box/none",
+        attack=SimpleNamespace(name="class-ascent", code="class_ascent.py:ClassAscent", budget="quick"),
+        provenance=SimpleNamespace(command=f"recon-submit evaluate --track digits --attack {given} --budget quick",
+                                   seed=0))
+    assert (command_problems(payload) == []) is ok

@@ -67,6 +67,9 @@ def command_problems(payload) -> list[str]:
         "--budget": (attack.budget,) if attack.budget is not None else None,
         "--surrogate": (surrogate.method,) if surrogate is not None else ("",),
     }
+    if ":" in given.get("--attack", ""):  # a file given by a path (attacks/x.py:X): the code records the file's name
+        file, _, cls = given["--attack"].rpartition(":")
+        given["--attack"] = f"{file.replace(chr(92), '/').rsplit('/', 1)[-1]}:{cls}"
     # absent, the option is the CLI's default (the command evaluate records leaves those out)
     given.setdefault("--seed", "0")
     if attack.budget is not None:
