@@ -8,7 +8,9 @@ writing team.toml exactly as `recon-submit submit` does. For the 1,000-entry ben
 
 from __future__ import annotations
 
+import atexit
 import json
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,6 +27,7 @@ from submission_helpers import with_seed
 
 # An empty folder (evaluate's preflight wants --weights-dir to exist): FID/LPIPS "not computed", fast, offline
 NO_WEIGHTS = Path(tempfile.mkdtemp(prefix="reconbench-no-weights-"))
+atexit.register(shutil.rmtree, NO_WEIGHTS, ignore_errors=True)  # one was left in /tmp per test process
 
 
 def make_key(folder: Path, name: str = "key") -> Path:
