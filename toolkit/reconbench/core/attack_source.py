@@ -22,6 +22,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from reconbench.core import untrusted
+
 ATTACK_DIR = "attack"  # the folder in a result folder and in an entry
 MAX_FILES = 32
 MAX_FILE_BYTES = 128 * 1024
@@ -32,7 +34,13 @@ SKIPPED = ("__pycache__",)
 
 
 class SourceError(Exception):
-    """An attack source that cannot be shipped: the message names the file and the problem."""
+    """An attack source that cannot be shipped: the message names the file and the problem. The file's
+    name is the contributor's (an entry's attack/ folder is a pull request's): the message is made
+    inert (reconbench.core.untrusted), so a name holding a newline, a workflow command or a terminal
+    escape prints as text in validate's CI log."""
+
+    def __init__(self, message: str):
+        super().__init__(untrusted.line(message))
 
 
 TOO_LARGE = (f"over {MAX_FILES} .py files or {MAX_TOTAL_BYTES:,} bytes: the caps on an attack's source (the file and "

@@ -215,7 +215,7 @@ def main() -> None:
             protocol.send(conn, {"op": "error", "type": type(exc).__name__, "message": protocol.text(str(exc)),
                                  "limit": _limit_hit(exc),
                                  "where": _where(exc), "line": protocol.text(describe(exc)),
-                                 "traceback": protocol.text("".join(traceback.format_exception(exc)), 20000)})
+                                 "traceback": protocol.text("".join(traceback.format_exception(exc)), 20000, lines=True)})
         except Exception:
             pass
         sys.exit(1)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import json
 import os
 import pickle
@@ -21,6 +22,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -31,6 +33,8 @@ import numpy as np
 import torch
 
 from reconbench.image.attacks.base import AttackError, Progress
+from reconbench.image.attacks.checks import check_declaration
+from reconbench.core import untrusted
 from reconbench.core.attack_source import attack_source, copy_source
 from reconbench.pipeline.isolation import limits as run_limits
 from reconbench.pipeline.isolation import protocol, sandbox, seccomp
@@ -181,10 +185,10 @@ def _child_error(header: dict, name: str, source_root: Path | None = None,
     hit = header.get("limit")  # the child's own diagnosis of its failure: out of memory, a full tmpfs
     if limits is not None and hit in ("memory", "tmp", "shm"):
         exc = AttackError(f"attack '{name}': " + run_limits.line(hit, limits, protocol.text(header.get("message"), 160)))
-        exc.__cause__ = RemoteTraceback(protocol.text(header.get("traceback", ""), 20000))
+        exc.__cause__ = RemoteTraceback(protocol.text(header.get("traceback", ""), 20000, lines=True))
         return exc
     line = protocol.text(header.get("line") or f"the attack '{name}' failed: {kind}: {protocol.text(header.get('message'))}")
-    trace = protocol.text(header.get("traceback", ""), 20000)
+    trace = protocol.text(header.get("traceback", ""), 20000, lines=True)
     if source_root is not None:
         line, trace = (text.replace(f"{sandbox.ATTACK_ROOT}/", f"{source_root}{os.sep}") for text in (line, trace))
     exc = CHILD_ERRORS.get(kind, AttackError)(line)
@@ -194,16 +198,54 @@ def _child_error(header: dict, name: str, source_root: Path | None = None,
 
 def _declared(info: dict, spec: str) -> AttackMeta:
     """The attack's declaration as its process reported it: untrusted data, so every field is
-    checked for type and length (the schema and the registry check the values later)."""
+    checked for type and length, free text for control characters, and name, family, paper and cells
+    by the same rules as an attack class loaded here (a process may report what its class does not
+    declare: a built-in attack's name, a name that is no slug)."""
     fields = {"name": 80, "paper": 2000, "family": 40, "version": 40, "code": 400}
     scenarios = info.get("scenarios")
-    if (not all(isinstance(info.get(k), str) and len(info[k]) <= n for k, n in fields.items())
+    where = f"attack '{protocol.text(spec, 200)}'"
+    if (not all(isinstance(info.get(k), str) and len(info[k]) <= n and untrusted.line(info[k]) == info[k]
+                for k, n in fields.items())
             or not isinstance(scenarios, list) or not 0 < len(scenarios) <= 18
             or not all(isinstance(c, str) and len(c) <= 40 for c in scenarios)):
-        raise AttackError(f"attack '{protocol.text(spec, 200)}': its process sent an invalid declaration "
-                          f"(strings of bounded length for {', '.join(fields)}; 1 to 18 scenarios)")
+        raise AttackError(f"{where}: its process sent an invalid declaration (strings of bounded length without "
+                          f"control characters for {', '.join(fields)}; 1 to 18 scenarios)")
+    from reconbench.core.catalogue import BY_NAME
+
+    check_declaration(info["name"], info["family"], info["paper"], scenarios, f"{where}: its process declared",
+                      BY_NAME[spec].target if spec in BY_NAME else None)
     return AttackMeta(name=info["name"], paper=info["paper"], family=info["family"], scenarios=tuple(scenarios),
                       version=info["version"], code=info["code"])
+
+
+@functools.cache
+def _config_rule():
+    """The rule of a result's attack.config (reconbench.core.envelope.AttackInfo), as a validator."""
+    from typing import Annotated
+
+    from pydantic import TypeAdapter
+
+    from reconbench.core.envelope import AttackInfo
+
+    field = AttackInfo.model_fields["config"]
+    return TypeAdapter(Annotated[field.annotation, *field.metadata])
+
+
+def _reported_config(config: object, name: str) -> dict:
+    """The configuration an attack's process reported (with 'ready' and with its result): refused
+    here, in one line, if the signed result could not record it; not after the scoring, as a
+    schema's dump of errors."""
+    from pydantic import ValidationError
+
+    try:
+        _config_rule().validate_python(config)
+    except ValidationError as exc:
+        loc = exc.errors()[0]["loc"]
+        where = f" (option {untrusted.line(repr(loc[0]))[:100]})" if loc else ""
+        raise AttackError(f"attack '{name}': its process reported a configuration that a result cannot record{where}: "
+                          "at most 200 options, names up to 80 characters, each value a number, a string of up to "
+                          "2000 characters, true, false or null") from None
+    return dict(config)  # type: ignore[call-overload]
 
 
 class AttackProcess:
@@ -237,7 +279,9 @@ class AttackProcess:
         self._monitor: run_limits.Monitor | None = None
         self._tokens, self._refilled = float(PROGRESS_BURST), time.monotonic()
         self._result_bytes = 0  # the most array bytes a result may hold (set by run())
-        self._checked = 0.0  # when the limits were last checked
+        self._hit: run_limits.LimitExceeded | None = None  # the limit the watch found hit (it then ended the tree)
+        self._stop = threading.Event()  # set: the watch stops
+        self._watch: threading.Thread | None = None
 
     def __enter__(self) -> AttackProcess:
         try:
@@ -281,13 +325,25 @@ class AttackProcess:
             os.close(out_w)
         self._cgroup.verify(self._proc.pid)
         self._monitor = run_limits.Monitor(self.limits, self._proc.pid, self._cgroup)
+        self._watch = threading.Thread(target=self._watch_limits, name="attack-limits", daemon=True)
+        self._watch.start()
         self._conn = Connection(ours.detach())
-        try:
-            protocol.send(self._conn, {"op": "start", "spec": spec, "config": self.config, "budget": self.budget,
-                                       "threads": torch.get_num_threads()})
-        except ConnectionError:  # it ended already (e.g. its sandbox could not be set up)
-            raise self._gone() from None
+        # (an error here: it ended already, e.g. its sandbox could not be set up)
+        self._send({"op": "start", "spec": spec, "config": self.config, "budget": self.budget,
+                    "threads": torch.get_num_threads()})
         return self
+
+    def _send(self, header: dict, *arrays: np.ndarray, raw: bytes | None = None) -> None:
+        """One message to the attack's process (or `raw` bytes: the view). If it is gone, or the watch
+        ended it while this waited for the process to read, the error says how it ended."""
+        assert self._conn is not None
+        try:
+            if raw is not None:
+                self._conn.send_bytes(raw)
+            else:
+                protocol.send(self._conn, header, *arrays)
+        except OSError:  # a broken pipe, a reset connection
+            raise self._gone() from None
 
     def _limit_child(self) -> None:
         """Between fork and exec of the attack's first process: its cgroup and per-process limits."""
@@ -360,23 +416,46 @@ class AttackProcess:
             return (self._proc.stderr.read(65536) or b"").decode("utf-8", "replace")
         return ""
 
+    def _watch_limits(self) -> None:
+        """The limits, checked on a thread of their own every CHECK_EVERY_S, whatever this process is
+        doing meanwhile: waiting for a message, reading one the attack sends a byte a minute, sending an
+        answer the attack never reads. A limit hit ends the attack's tree, which ends that wait (end of
+        file, a broken pipe); the error then names the limit (_gone)."""
+        assert self._monitor is not None
+        while not self._stop.wait(CHECK_EVERY_S) and not self._returned:
+            try:
+                self._monitor.check()
+            except run_limits.LimitExceeded as exc:
+                self._hit = exc
+                self._end_tree()
+                return
+
+    def _end_tree(self) -> None:
+        """Kill the attack's process tree: bubblewrap (its init dies with it, --die-with-parent, and with it
+        every process inside); without a sandbox, each process the attack's process started."""
+        assert self._proc is not None
+        # No sandbox: what the attack's process started goes with it (listed before it dies: then they are
+        # orphans, which only the cgroup, where there is one, still holds).
+        started = run_limits.tree(self._proc.pid)[1:] if self._init_pidfd is None else []
+        if self._proc.poll() is None:
+            self._proc.kill()
+        for pid in started:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        if self._cgroup is not None:
+            self._cgroup.kill_all()
+
     def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._watch is not None:
+            self._watch.join()
         if self._conn is not None:
             self._conn.close()
         if self._proc is not None:
             if self._returned:  # a result came back: its process is exiting; let it (and bubblewrap) end in order
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     self._proc.wait(timeout=EXIT_GRACE_S)
-            # No sandbox: what the attack's process started goes with it (listed before it dies: then
-            # they are orphans, which only the cgroup, where there is one, still holds).
-            started = run_limits.tree(self._proc.pid)[1:] if self._init_pidfd is None else []
-            if self._proc.poll() is None:
-                self._proc.kill()  # bubblewrap: its init dies with it (--die-with-parent), and with it every process inside
-            for pid in started:
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
-            if self._cgroup is not None:
-                self._cgroup.kill_all()
+            self._end_tree()
             self._proc.wait()
             if self._proc.stderr is not None:
                 self._proc.stderr.close()
@@ -398,6 +477,9 @@ class AttackProcess:
     def _gone(self) -> BaseException:
         """The error for an attack process that ended without a result (or a sandbox that never started)."""
         assert self._proc is not None
+        if self._hit is not None:  # the watch ended the tree
+            self._proc.wait()
+            return AttackError(f"attack '{self._name()}': {self._hit}")
         code = self._proc.wait()
         if code in (-signal.SIGINT, 128 + signal.SIGINT):  # interrupted (e.g. `kill -INT` on it): the CLI's line
             return KeyboardInterrupt()
@@ -423,23 +505,18 @@ class AttackProcess:
     def _recv(self) -> tuple[dict, list[np.ndarray]]:
         assert self._conn is not None and self._proc is not None
         try:
-            if self._monitor is not None and time.monotonic() - self._checked >= CHECK_EVERY_S:
-                self._checked = time.monotonic()  # also between messages: a stream of queries cannot outrun it
-                self._monitor.check()
             while not self._conn.poll(CHECK_EVERY_S):
-                if self._proc.poll() is not None and not self._conn.poll(0):
+                if self._hit is not None or self._proc.poll() is not None and not self._conn.poll(0):
                     raise EOFError
-                if self._monitor is not None:
-                    self._checked = time.monotonic()
-                    self._monitor.check()
+            if self._hit is not None:  # a stream of messages cannot outrun the watch
+                raise EOFError
             header, arrays = protocol.recv(self._conn, 0, limits={"query": protocol.QUERY_BATCH_BYTES,
                                                                   "result": self._result_bytes})
         except (EOFError, ConnectionError):
             raise self._gone() from None
-        except protocol.ProtocolError as exc:
-            raise AttackError(f"attack '{self._name()}': its process broke the protocol: {exc}") from None
-        except run_limits.LimitExceeded as exc:  # __exit__ ends the tree
-            raise AttackError(f"attack '{self._name()}': {exc}") from None
+        except protocol.ProtocolError as exc:  # a message cut short because the watch ended the tree: the limit
+            raise (self._gone() if self._hit is not None else
+                   AttackError(f"attack '{self._name()}': its process broke the protocol: {exc}")) from None
         if header["op"] == "error":
             raise _child_error(header, self._name(), self._source_root, self.limits)
         return header, arrays
@@ -452,7 +529,7 @@ class AttackProcess:
             if header["op"] != "ready" or not isinstance(info, dict) or not isinstance(header.get("config"), dict):
                 raise AttackError(f"attack '{self.spec}': its process broke the protocol (expected 'ready')")
             self._meta = _declared(info, self.spec)
-            self.config = header["config"]
+            self.config = _reported_config(header["config"], self._meta.name)
         return self._meta
 
     def run(self, knowledge: Knowledge, *, seed: int, progress: Progress) -> tuple[np.ndarray, np.ndarray]:
@@ -461,7 +538,7 @@ class AttackProcess:
         assert self._conn is not None
         n, shape = knowledge.target_size, tuple(knowledge.input_shape)
         self._result_bytes = n * int(np.prod(shape)) * 4 + n * 8  # images (float32) and labels (int64)
-        self._conn.send_bytes(pickle.dumps(_view(knowledge, seed)))
+        self._send({}, raw=pickle.dumps(_view(knowledge, seed)))
         remote = _remote_queries(knowledge)
         with contextlib.ExitStack() as bars_stack:
             bars: dict[int, tuple[contextlib.ExitStack, Any]] = {}
@@ -474,7 +551,7 @@ class AttackProcess:
                     self._progress(progress, bars, bars_stack, header)
                 elif (op == "result" and len(arrays) == 2 and isinstance(header.get("config"), dict)
                       and arrays[0].dtype == np.float32 and arrays[1].dtype == np.int64):
-                    self.config = header["config"]
+                    self.config = _reported_config(header["config"], self._name())
                     facts = header.get("facts") or {}
                     if not (isinstance(facts, dict) and len(facts) <= 32 and all(
                             isinstance(k, str) and len(k) <= 80 and (v is None or isinstance(v, (bool, int, float)) or
@@ -491,19 +568,19 @@ class AttackProcess:
     def _answer(self, remote: dict[str, QueryFunction], header: dict, arrays: list[np.ndarray], shape) -> None:
         assert self._conn is not None
         view = header.get("view")
-        if view not in remote or len(arrays) != 1 or arrays[0].dtype != np.float32:
-            protocol.send(self._conn, {"op": "refused", "kind": "access",
-                                       "message": f"scenario gives no black-box query function '{protocol.text(view, 40)}'"})
+        if not isinstance(view, str) or view not in remote or len(arrays) != 1 or arrays[0].dtype != np.float32:
+            self._send({"op": "refused", "kind": "access",
+                        "message": f"scenario gives no black-box query function '{protocol.text(view, 40)}'"})
             return
         try:
             probs = _answer_in_chunks(remote[view], arrays[0])
         except QueryBudgetExceeded as exc:
-            protocol.send(self._conn, {"op": "refused", "kind": "budget", "message": str(exc)})
+            self._send({"op": "refused", "kind": "budget", "message": str(exc)})
             return
         except ValueError as exc:
-            protocol.send(self._conn, {"op": "refused", "kind": "shape", "message": str(exc)})
+            self._send({"op": "refused", "kind": "shape", "message": str(exc)})
             return
-        protocol.send(self._conn, {"op": "probs", "queries": remote[view].queries}, probs)
+        self._send({"op": "probs", "queries": remote[view].queries}, probs)
 
     def _progress(self, progress: Progress, bars: dict, stack: contextlib.ExitStack, header: dict) -> None:
         now = time.monotonic()

@@ -14,6 +14,8 @@ from multiprocessing.connection import Connection
 
 import numpy as np
 
+from reconbench.core import untrusted
+
 MAX_HEADER_BYTES = 64 * 1024
 MAX_ARRAY_BYTES = 1 << 30  # one query batch or the reconstructions: far above any track's need
 MAX_ARRAYS = 2  # a result: images and labels; a query: one batch
@@ -119,7 +121,10 @@ def recv(conn: Connection, max_array_bytes: int = MAX_ARRAY_BYTES, max_arrays: i
     return header, arrays
 
 
-def text(value: object, limit: int = 2000) -> str:
-    """A string field from the other side, capped (error messages, progress descriptions)."""
+def text(value: object, limit: int = 2000, *, lines: bool = False) -> str:
+    """A string field from the other side (error messages, progress descriptions), made inert for a
+    terminal and a CI log (reconbench.core.untrusted: control characters escaped, no workflow
+    command) and capped: one line, or several where `lines` (a traceback)."""
     s = value if isinstance(value, str) else repr(value)
+    s = untrusted.lines(s[: limit * 8]) if lines else untrusted.line(s[: limit * 8])
     return s if len(s) <= limit else s[: limit - 1] + "…"
