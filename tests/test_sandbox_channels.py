@@ -155,3 +155,12 @@ def test_a_half_sent_message_or_an_unread_answer_cannot_outlast_the_wall_limit(t
     assert time.monotonic() - t0 < 60, "waited for the attack's 600 s sleep"
     assert "\n" not in str(caught.value)
     assert _reports(capfd.readouterr().err) == [{"stalling": case}]
+
+
+@pytest.mark.parametrize("value, said", [(float("inf"), "Infinity is not JSON"), (float("nan"), "NaN is not JSON"),
+                                         (10 ** 30, "integer of 31 digits")])
+def test_an_option_the_protocol_cannot_carry_is_refused_before_the_attack_starts(track, value, said):
+    """`--set x=1e999` (or an entry's config) reached the attack's process, whose strict reading of
+    the start message failed: reported as an internal error of the toolkit."""
+    with pytest.raises(AttackError, match=rf"option x=\S+ cannot be passed to its process \({said}\)"):
+        _run(track, "Says", {"x": value})

@@ -248,6 +248,20 @@ def _reported_config(config: object, name: str) -> dict:
     return dict(config)  # type: ignore[call-overload]
 
 
+def _options(config: dict, spec: str) -> dict:
+    """The options the evaluator hands the attack's process (`--set`, an entry's signed config): each
+    must cross the protocol, which the attack's process reads as strictly as the evaluator does; refused
+    here, naming the option (it was the attack's process's protocol error, reported as a bug)."""
+    for key, value in config.items():
+        try:
+            protocol.loads(json.dumps({key: value}))
+        except (ValueError, TypeError) as exc:
+            raise AttackError(f"attack '{protocol.text(spec, 200)}': option {untrusted.line(key)[:80]}="
+                              f"{untrusted.line(repr(value))[:80]} cannot be passed to its process ({exc}): numbers "
+                              "must be finite and integers within 64 bits") from None
+    return config  # its types: the attack's own options (its process says which it expects; 'ready' is checked)
+
+
 class AttackProcess:
     """One attack run in its own process. Use as a context manager; `meta()`, then `run()`.
 
@@ -259,7 +273,7 @@ class AttackProcess:
                  limits: run_limits.Limits | None = None):
         self.spec = spec
         self.limits = limits or run_limits.for_budget(budget)  # recorded as provenance.limits
-        self.config = dict(config)
+        self.config = _options(dict(config), spec)
         self.budget = budget
         self.device = torch.device(device)
         self.facts: dict[str, Any] = {}  # what the attack reported about its run (checked by the result schema)
