@@ -164,3 +164,26 @@ def test_an_option_the_protocol_cannot_carry_is_refused_before_the_attack_starts
     the start message failed: reported as an internal error of the toolkit."""
     with pytest.raises(AttackError, match=rf"option x=\S+ cannot be passed to its process \({said}\)"):
         _run(track, "Says", {"x": value})
+
+
+def test_progress_bars_past_the_shown_cap_are_followed_but_not_drawn():
+    """Starting and ending bars at the allowed message rate wrote two lines each to the evaluator's log,
+    and kept each bar until the run ended, for as long as the attack ran."""
+    import contextlib
+
+    drawn = []
+
+    @contextlib.contextmanager
+    def task(description, total):
+        drawn.append(description)
+        yield lambda steps=1: None
+
+    process = parent.AttackProcess("x.py:X", {})
+    bars: dict = {}
+    with contextlib.ExitStack() as stack:
+        for i in range(parent.MAX_BARS_SHOWN + 100):
+            for event in ("start", "advance", "end"):
+                process._progress(Progress(task), bars, stack, {"op": "progress", "event": event, "id": i, "steps": 1,
+                                                                "total": 1, "description": f"bar {i}"})
+        assert len(drawn) == parent.MAX_BARS_SHOWN and bars == {}
+        assert len(stack._exit_callbacks) == parent.MAX_BARS_SHOWN

@@ -45,6 +45,10 @@ from reconbench.core.queries import (KnowledgeError, LinkedQueryFunction, QueryB
                                      check_query_shape)
 
 MAX_BARS = 32  # progress bars one attack may have open at once
+# Progress bars drawn in one run (registered attacks start one or two); later ones are followed but not
+# drawn: each drawn bar writes lines to the evaluator's log and is held until the run ends, so an
+# attack starting and ending bars at the allowed message rate would grow both for as long as it runs.
+MAX_BARS_SHOWN = 256
 # Progress messages: a bucket of PROGRESS_BURST, refilled at PROGRESS_RATE a second (the attack's
 # process sends at most 10 advances a second per bar, plus a start and an end per bar).
 PROGRESS_RATE, PROGRESS_BURST = 200, 2000
@@ -292,6 +296,7 @@ class AttackProcess:
         self._cgroup: run_limits.Cgroup | None = None
         self._monitor: run_limits.Monitor | None = None
         self._tokens, self._refilled = float(PROGRESS_BURST), time.monotonic()
+        self._bars_shown = 0
         self._result_bytes = 0  # the most array bytes a result may hold (set by run())
         self._hit: run_limits.LimitExceeded | None = None  # the limit the watch found hit (it then ended the tree)
         self._stop = threading.Event()  # set: the watch stops
@@ -611,7 +616,10 @@ class AttackProcess:
                 and event == "start"):
             raise AttackError(f"attack '{self._name()}': its process broke the protocol: bad progress message "
                               f"({protocol.text(json.dumps(header, default=str), 160)})")
-        if event == "start":
+        if event == "start" and self._bars_shown >= MAX_BARS_SHOWN:
+            bars[ident] = (contextlib.ExitStack(), lambda steps: None)
+        elif event == "start":
+            self._bars_shown += 1
             bar = contextlib.ExitStack()
             advance = bar.enter_context(progress.task(protocol.text(header.get("description"), 120), total))
             bars[ident] = (stack.enter_context(bar), advance)
