@@ -187,3 +187,13 @@ def test_progress_bars_past_the_shown_cap_are_followed_but_not_drawn():
                                                                 "total": 1, "description": f"bar {i}"})
         assert len(drawn) == parent.MAX_BARS_SHOWN and bars == {}
         assert len(stack._exit_callbacks) == parent.MAX_BARS_SHOWN
+
+
+@needs_bwrap
+@pytest.mark.parametrize("case, message", [("report", r"the attack 'interrupts' failed at .*KeyboardInterrupt"),
+                                           ("exit", r"its process exited \(code 130\) without a result")])
+def test_an_attack_cannot_forge_the_users_interrupt(track, case, message):
+    """A KeyboardInterrupt the attack reports, or its exit code 130, was raised here as the user's Ctrl-C:
+    the command said "interrupted", and a sweep stopped every other job."""
+    with pytest.raises(AttackError, match=message):
+        _run(track, "Interrupts", {"case": case})

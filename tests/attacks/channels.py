@@ -103,3 +103,16 @@ class Asks(Attack):
             answers.append(protocol.recv(conn)[0])
         report({"answers": answers})
         return zeros(knowledge)
+
+
+class Interrupts(Attack):
+    """Forges a Ctrl-C: reports a KeyboardInterrupt (`report`), or exits with the code of one (`exit`)."""
+
+    name, paper, family = "interrupts", "none", "training"
+    scenarios = ("static/black-box/same",)
+    defaults = {"case": "report"}
+
+    def run(self, knowledge, *, seed, progress):
+        if self.config["case"] == "exit":
+            os._exit(130)
+        raise KeyboardInterrupt

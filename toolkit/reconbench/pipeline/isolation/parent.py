@@ -183,9 +183,9 @@ def _child_error(header: dict, name: str, source_root: Path | None = None,
                  limits: run_limits.Limits | None = None) -> BaseException:
     """The one-line error for the attack process's report; its traceback rides along as the cause.
     Paths inside the sandbox's attack folder are shown as the user's own files (source_root)."""
+    # A "KeyboardInterrupt" is the attack's own report (SIGINT is blocked in its process: sigint_blocked):
+    # an AttackError like any other, never an interrupt of this process (which would stop a whole sweep).
     kind = protocol.text(header.get("type"), 100)
-    if kind == "KeyboardInterrupt":  # SIGINT sent to the attack's process alone; report it as the CLI does
-        return KeyboardInterrupt()
     hit = header.get("limit")  # the child's own diagnosis of its failure: out of memory, a full tmpfs
     if limits is not None and hit in ("memory", "tmp", "shm"):
         exc = AttackError(f"attack '{name}': " + run_limits.line(hit, limits, protocol.text(header.get("message"), 160)))
@@ -499,9 +499,7 @@ class AttackProcess:
         if self._hit is not None:  # the watch ended the tree
             self._proc.wait()
             return AttackError(f"attack '{self._name()}': {self._hit}")
-        code = self._proc.wait()
-        if code in (-signal.SIGINT, 128 + signal.SIGINT):  # interrupted (e.g. `kill -INT` on it): the CLI's line
-            return KeyboardInterrupt()
+        code = self._proc.wait()  # 130 or -SIGINT too: the attack's doing (a Ctrl-C interrupts this process itself)
         if self._monitor is not None:
             exit_code = self._status_record("exit-code", timeout=1) if self._status is not None else code
             killed = -exit_code if isinstance(exit_code, int) and exit_code < 0 else (
