@@ -186,6 +186,9 @@ def imported_source(root: Path, entry: str) -> list[tuple[str, Path]]:
             raise SourceError(f"{path}:{exc.lineno}: SyntaxError: {exc.msg}") from None
         except ValueError as exc:  # NUL bytes
             raise SourceError(f"{path}: not Python source ({exc})") from None
+        except (RecursionError, MemoryError):  # the parser's own stack check (`x = ----...1`, `1+1+...`)
+            raise SourceError(f"{path}: nested too deeply for Python's parser to read (an expression of "
+                              "thousands of nested operators)") from None
         for parts in _imported(tree, rel):
             todo += [f for f in _module_files(root, parts) if f not in seen]
     return sorted(seen.items())
