@@ -120,6 +120,8 @@ def test_a_declaration_is_checked_by_the_class_rules_and_free_of_control_charact
         assert "\n" not in str(caught.value)
     assert parent._declared({**good, "name": "deepdream", "code": "reconbench.image.attacks.deepdream:DeepDream"},
                             "deepdream").name == "deepdream"  # the registered attack itself
+    # before a declaration the spec names the attack; reproduce builds it from an entry's signed class name
+    assert parent.AttackProcess("a.py:X\n::error::y\x1b[2J", {})._name() == "a.py:X\\n::error::y\\x1b[2J"
 
 
 @needs_bwrap

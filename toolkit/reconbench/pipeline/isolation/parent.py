@@ -517,7 +517,8 @@ class AttackProcess:
                            + (f": {said}" if said else ""))
 
     def _name(self) -> str:
-        return self._meta.name if self._meta else self.spec
+        # before its declaration: the spec, whose class name may come from an entry's signed payload (reproduce)
+        return self._meta.name if self._meta else protocol.text(self.spec, 200)
 
     def _recv(self) -> tuple[dict, list[np.ndarray]]:
         assert self._conn is not None and self._proc is not None
@@ -544,7 +545,7 @@ class AttackProcess:
             header, _ = self._recv()
             info = header.get("attack")
             if header["op"] != "ready" or not isinstance(info, dict) or not isinstance(header.get("config"), dict):
-                raise AttackError(f"attack '{self.spec}': its process broke the protocol (expected 'ready')")
+                raise AttackError(f"attack '{self._name()}': its process broke the protocol (expected 'ready')")
             self._meta = _declared(info, self.spec)
             self.config = _reported_config(header["config"], self._meta.name)
         return self._meta
