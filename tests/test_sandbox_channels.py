@@ -146,7 +146,7 @@ def test_a_query_whose_view_is_not_a_name_is_refused_and_the_run_goes_on(track, 
 # --- an evaluator left waiting -------------------------------------------------------------------
 
 @needs_bwrap
-@pytest.mark.parametrize("case", ["partial", "unread"])
+@pytest.mark.parametrize("case", ["partial", "unread", "closed"])
 def test_a_half_sent_message_or_an_unread_answer_cannot_outlast_the_wall_limit(track, capfd, case):
     """The evaluator blocked reading a message the attack never finishes, or writing an answer it never
     reads: the limits are watched on a thread of their own, which ends the tree and with it the wait."""

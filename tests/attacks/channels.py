@@ -5,6 +5,7 @@ Each reports as one line `HOSTILE-REPORT <json>` on stderr where it reports at a
 from __future__ import annotations
 
 import os
+import socket
 import struct
 import time
 
@@ -70,8 +71,9 @@ class Reports(Attack):
 
 
 class Stalls(Attack):
-    """Leaves the evaluator waiting on the channel: part of a message (`partial`), or a large query whose
-    answer it never reads (`unread`); then sleeps far past the run's wall-time limit."""
+    """Leaves the evaluator waiting on the channel: part of a message (`partial`), a large query whose
+    answer it never reads (`unread`), its end shut (`closed`: the evaluator waited for the process to
+    exit); then sleeps far past the run's wall-time limit."""
 
     name, paper, family = "stalls", "none", "training"
     scenarios = ("static/black-box/same",)
@@ -81,6 +83,8 @@ class Stalls(Attack):
         conn = knowledge.query._conn
         if self.config["case"] == "partial":  # a frame's length, then a few bytes of its 1000
             os.write(conn.fileno(), struct.pack("!i", 1000) + b'{"op": ')
+        elif self.config["case"] == "closed":  # its end of the channel shut, its process alive
+            socket.socket(fileno=os.dup(conn.fileno())).shutdown(socket.SHUT_RDWR)
         else:  # 65,536 images in: 2.6 MB of probabilities out, more than the socket holds
             protocol.send(conn, {"op": "query", "view": "query"},
                           np.zeros((65536, *knowledge.input_shape), np.float32))

@@ -496,10 +496,10 @@ class AttackProcess:
     def _gone(self) -> BaseException:
         """The error for an attack process that ended without a result (or a sandbox that never started)."""
         assert self._proc is not None
-        if self._hit is not None:  # the watch ended the tree
-            self._proc.wait()
-            return AttackError(f"attack '{self._name()}': {self._hit}")
+        # A process that closed its end of the channel may live on: the watch ends it at a limit.
         code = self._proc.wait()  # 130 or -SIGINT too: the attack's doing (a Ctrl-C interrupts this process itself)
+        if self._hit is not None:  # the watch ended the tree
+            return AttackError(f"attack '{self._name()}': {self._hit}")
         if self._monitor is not None:
             exit_code = self._status_record("exit-code", timeout=1) if self._status is not None else code
             killed = -exit_code if isinstance(exit_code, int) and exit_code < 0 else (
