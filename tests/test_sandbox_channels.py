@@ -199,3 +199,23 @@ def test_an_attack_cannot_forge_the_users_interrupt(track, case, message):
     the command said "interrupted", and a sweep stopped every other job."""
     with pytest.raises(AttackError, match=message):
         _run(track, "Interrupts", {"case": case})
+
+
+@needs_bwrap
+def test_listing_a_files_options_runs_it_in_the_sandbox_not_here(tmp_path, monkeypatch):
+    """`recon-submit attacks file.py:Class` imported the file in the caller's process: a reviewer looking
+    at an entry's options ran its module's code outside the sandbox, with their rights."""
+    from reconbench.cli.commands.attack_info import attack_details
+
+    marker = tmp_path / "ran-here"
+    monkeypatch.setenv("RECONBENCH_ATTACK_MARKER", str(marker))
+    (tmp_path / "listed.py").write_text(
+        "import os\nimport torch\nfrom reconbench.image.attacks.base import Attack\n"
+        "try:\n    open(os.environ['RECONBENCH_ATTACK_MARKER'], 'w').write('module code ran')\nexcept OSError:\n    pass\n"
+        "class Listed(Attack):\n    name, family, scenarios = 'listed', 'training', ('static/black-box/same',)\n"
+        "    paper = 'A\\n::error::forged\\x1b[2J'\n    defaults = {'steps': 3}\n"
+        "    def run(self, knowledge, *, seed, progress):\n        raise RuntimeError\n")
+    info = attack_details(f"{tmp_path / 'listed.py'}:Listed")
+    assert not marker.exists()
+    assert info["name"] == "listed" and info["paper"] == "A\\n::error::forged\\x1b[2J"
+    assert [(o["name"], o["default"]) for o in info["options"]] == [("steps", 3)] and info["presets"] == {"default": {"steps": 3}}

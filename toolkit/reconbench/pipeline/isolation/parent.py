@@ -274,8 +274,9 @@ class AttackProcess:
     will run (a CUDA run gets the GPU's device nodes inside the sandbox)."""
 
     def __init__(self, spec: str, config: dict[str, Any], budget: str = "default", *, device: str | torch.device = "cpu",
-                 limits: run_limits.Limits | None = None):
+                 limits: run_limits.Limits | None = None, describe: bool = False):
         self.spec = spec
+        self.describe = describe  # only describe the attack class (`described`), run nothing
         self.limits = limits or run_limits.for_budget(budget)  # recorded as provenance.limits
         self.config = _options(dict(config), spec)
         self.budget = budget
@@ -349,7 +350,7 @@ class AttackProcess:
         self._conn = Connection(ours.detach())
         # (an error here: it ended already, e.g. its sandbox could not be set up)
         self._send({"op": "start", "spec": spec, "config": self.config, "budget": self.budget,
-                    "threads": torch.get_num_threads()})
+                    "threads": torch.get_num_threads(), "describe": self.describe})
         return self
 
     def _send(self, header: dict, *arrays: np.ndarray, raw: bytes | None = None) -> None:
@@ -626,6 +627,35 @@ class AttackProcess:
             bars[ident][1](steps)
         else:
             bars.pop(ident)[0].close()
+
+
+def described(spec: str) -> dict:
+    """What `recon-submit attacks file.py:Class` prints, as the attack's own process reports it from the
+    sandbox (nothing of the file runs here): every string inert, the shape checked."""
+    with AttackProcess(spec, {}, describe=True) as process:
+        header, _ = process._recv()
+    info = _inert(header.get("details")) if header["op"] == "described" else None
+    scalar = (str, int, float, bool, type(None))
+    if not (isinstance(info, dict) and all(isinstance(info.get(k), str) for k in ("name", "paper", "family", "variant"))
+            and isinstance(info.get("scenarios"), list) and all(isinstance(c, str) for c in info["scenarios"])
+            and isinstance(info.get("options"), list) and all(
+                isinstance(o, dict) and all(isinstance(o.get(k), str) for k in ("name", "type", "description"))
+                and isinstance(o.get("default"), scalar) for o in info["options"])
+            and isinstance(info.get("presets"), dict) and all(
+                isinstance(v, dict) and all(isinstance(x, scalar) for x in v.values()) for v in info["presets"].values())):
+        raise AttackError(f"attack '{protocol.text(spec, 200)}': its process broke the protocol (expected its description)")
+    return info
+
+
+def _inert(value: Any) -> Any:
+    """A JSON value from the attack's process with every string (keys too) inert and capped."""
+    if isinstance(value, str):
+        return protocol.text(value, 2000)
+    if isinstance(value, list):
+        return [_inert(v) for v in value]
+    if isinstance(value, dict):
+        return {protocol.text(k, 200): _inert(v) for k, v in value.items()}
+    return value
 
 
 def _answer_in_chunks(query: QueryFunction, images: np.ndarray) -> np.ndarray:
