@@ -219,7 +219,7 @@ def main() -> None:
         try:
             protocol.send(conn, {"op": "error", "type": type(exc).__name__, "message": protocol.text(str(exc)),
                                  "limit": _limit_hit(exc),
-                                 "where": _where(exc), "line": protocol.text(describe(exc)),
+                                 "where": _where(exc), "line": protocol.text(describe(exc).split("\n", 1)[0]),
                                  "traceback": protocol.text("".join(traceback.format_exception(exc)), 20000, lines=True)})
         except Exception:
             pass

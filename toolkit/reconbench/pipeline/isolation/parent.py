@@ -191,7 +191,9 @@ def _child_error(header: dict, name: str, source_root: Path | None = None,
         exc = AttackError(f"attack '{name}': " + run_limits.line(hit, limits, protocol.text(header.get("message"), 160)))
         exc.__cause__ = RemoteTraceback(protocol.text(header.get("traceback", ""), 20000, lines=True))
         return exc
-    line = protocol.text(header.get("line") or f"the attack '{name}' failed: {kind}: {protocol.text(header.get('message'))}")
+    line = header.get("line") or f"the attack '{name}' failed: {kind}: {protocol.text(header.get('message'))}"
+    # one line: the message's first (the rest is in the traceback, --debug), every control character escaped
+    line = protocol.text(line.strip().split("\n", 1)[0] if isinstance(line, str) else line)
     trace = protocol.text(header.get("traceback", ""), 20000, lines=True)
     if source_root is not None:
         line, trace = (text.replace(f"{sandbox.ATTACK_ROOT}/", f"{source_root}{os.sep}") for text in (line, trace))
