@@ -62,7 +62,7 @@ def test_the_attacks_text_reaches_the_terminal_and_the_ci_log_as_text(track, cap
     message = str(caught.value)
     # the one-line message is the exception's first line (the rest is in the traceback, --debug)
     assert "\n" not in message and message.endswith(f"RuntimeError: {token}"), message
-    assert f"\\n::error::forged-{token}" in str(caught.value.__cause__), caught.value.__cause__  # inert there
+    assert f"\nattack| ::error::forged-{token}" in str(caught.value.__cause__)  # inert there: no workflow command
     _inert(message)
     assert len(lines) == 1 and lines[0].startswith(f"{token}\\n::error::forged-{token}\\n"), lines
     _inert(lines[0])
