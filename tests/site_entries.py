@@ -8,7 +8,9 @@ writing team.toml exactly as `recon-submit submit` does. For the 1,000-entry ben
 
 from __future__ import annotations
 
+import atexit
 import json
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,9 +23,11 @@ from reconbench.core.io import save_arrays
 from reconbench.image.results import RECONSTRUCTIONS_FILE, RESULT_FILE, ResultFile, Signature, load_reconstructions
 from reconbench.core.signing import generate_key, load_private_key, sign_payload
 from reconbench.submissions.submit import submit_result
+from submission_helpers import with_seed
 
 # An empty folder (evaluate's preflight wants --weights-dir to exist): FID/LPIPS "not computed", fast, offline
 NO_WEIGHTS = Path(tempfile.mkdtemp(prefix="reconbench-no-weights-"))
+atexit.register(shutil.rmtree, NO_WEIGHTS, ignore_errors=True)  # one was left in /tmp per test process
 
 
 def make_key(folder: Path, name: str = "key") -> Path:
@@ -38,7 +42,7 @@ def evaluate_entry(workdir: Path, key: Path, *, attack: str = "mi-face", seed: i
     """A real signed result folder (digits track, FID/LPIPS not computed)."""
     out = Path(workdir) / f"run-{attack}-{seed}-{iterations}-{(scenario or 'default').replace('/', '_')}"
     evaluate(attack_spec=attack, key_path=key, out=out, seed=seed, config={"iterations": iterations}, scenario=scenario,
-             weights_dir=NO_WEIGHTS, command=f"recon-submit evaluate --attack {attack} --seed {seed}")
+             weights_dir=NO_WEIGHTS)  # it records the evaluate line of these arguments (core/run_command.py)
     return out
 
 
@@ -135,7 +139,7 @@ def blend_entries(template: Path, sources: list[Path], root: Path, count: int, k
         p = json.loads(json.dumps(payload))
         p["entry_id"] = entry_id
         p["reconstructions"]["sha256"] = sha256_file(folder / RECONSTRUCTIONS_FILE)
-        p["provenance"]["seed"] = i
+        with_seed(p, i)
         for name, metric in report.metrics.items():
             if name in p["metrics"] and (metric.status == "computed" or p["metrics"][name]["status"] == "computed"):
                 p["metrics"][name] = metric.model_dump(mode="json")

@@ -108,6 +108,30 @@ def failure(report):
     return fails[0]
 
 
+def recorded(payload: dict, sets: dict | None = None) -> None:
+    """Give a forged payload the command its run would record (core/run_command.py) after a test changed its
+    seed, configuration (`sets`: the options changed on top of the budget) or cell: validation holds a
+    payload to its command (submissions/claims.py), and these tests forge something else."""
+    from reconbench.core.run_command import command_of
+
+    attack = payload["attack"]
+    payload["provenance"]["command"] = command_of(
+        payload["track"], attack["name"], payload["scenario"], payload["provenance"]["seed"], "cpu", sets,
+        attack.get("budget") or "default", (payload.get("surrogate") or {}).get("method"))
+
+
+def with_seed(payload: dict, seed: int) -> None:
+    """Another seed for a forged payload, in its provenance and in its command's --seed (the two must agree)."""
+    import shlex
+
+    words = shlex.split(payload["provenance"]["command"])
+    if "--seed" in words:
+        words[words.index("--seed") + 1] = str(seed)
+    else:
+        words += ["--seed", str(seed)]
+    payload["provenance"].update(seed=seed, command=shlex.join(words))
+
+
 def git(root, *args) -> None:
     """Run git in `root` with a fixed identity (the first-come tests build a history)."""
     import os

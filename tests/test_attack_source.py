@@ -59,6 +59,29 @@ def test_a_source_too_large_is_one_user_error_naming_the_caps_and_the_way_out(tm
     assert f"over {MAX_FILES} .py files or 524,288 bytes" in line and "pip install" in line
 
 
+@pytest.mark.parametrize("code", ["x = " + "-" * 100_000 + "1\n", "x = 1" + "+1" * 60_000 + "\n"])
+def test_a_file_too_deep_for_the_parser_is_one_user_error(tmp_path, code):
+    """Deeply nested operators exhaust the parser's stack (MemoryError, RecursionError): that was an
+    "internal error" of the toolkit, from a contributor's file."""
+    (tmp_path / "helpers.py").write_text(code)
+    (tmp_path / "attack.py").write_text("import helpers\n")
+    with pytest.raises(SourceError, match="nested too deeply for Python's parser") as caught:
+        attack_source(f"{tmp_path}/attack.py:A")
+    assert describe(caught.value).startswith(f"{tmp_path / 'helpers.py'}: nested too deeply")
+
+
+def test_a_file_name_is_inert_in_the_source_rules_messages(tmp_path):
+    """An entry's attack/ folder is a pull request's: a file name with a newline, a workflow command and
+    a terminal escape printed as such in validate's CI log."""
+    from reconbench.core.attack_source import folder_sha256
+
+    (tmp_path / "attack.py").write_text("")
+    (tmp_path / "x\n::error::forged\x1b[2J").write_text("")
+    with pytest.raises(SourceError) as caught:
+        folder_sha256(tmp_path)
+    assert "x\\n::error::forged\\x1b[2J: only .py files" in str(caught.value) and "\n" not in str(caught.value)
+
+
 def test_a_syntax_error_names_the_user_s_file_and_line_before_anything_runs(tmp_path):
     (tmp_path / "helpers.py").write_text("def broken(:\n")
     (tmp_path / "attack.py").write_text("import helpers\n")

@@ -196,7 +196,7 @@ def test_holdout_images_returned_are_refused_as_copies(tmp_path_factory, tmp_pat
 
     save_file({"images": np.ascontiguousarray(holdout.images), "labels": np.ascontiguousarray(holdout.labels)},
               str(board.recon))
-    metrics = score(holdout.images, holdout.labels, splits.target.images, splits.target.labels).metrics
+    metrics = score(holdout.images, holdout.labels, splits.target.images, splits.target.labels, track=track).metrics
 
     def honest_claims(p):
         p["reconstructions"]["sha256"] = sha256_file(board.recon)

@@ -172,6 +172,19 @@ def test_a_forged_huge_thread_count_is_refused_before_anything_runs(board):
     assert res.exit_code == 1 and "CPU threads" in res.output and not (board.entry / RECORD_FILE).exists()
 
 
+def test_forged_recorded_limits_are_refused_before_anything_runs(board):
+    """The re-run raises its limits to those the entry records (provenance.limits, its signed claim): a
+    forged "memory=999TiB" lifted the memory limit on the reproducer's machine. Above RERUN_CEILING:
+    refused, naming the limit."""
+    from reconbench.pipeline.isolation.limits import RERUN_CEILING, recorded_overrides
+
+    board.resign(lambda p: p["provenance"].update(limits="memory=999TiB pids=1024 cpu=43200s wall=21600s tmp=2GiB shm=512MiB"))
+    with pytest.raises(ReproduceError, match=r"provenance\.limits: memory=999TiB is above the 128GiB a re-run takes"):
+        reproduce_entry(board.entry)
+    assert not (board.entry / RECORD_FILE).exists()
+    assert recorded_overrides("paper", f"memory={RERUN_CEILING.memory // (1 << 30)}GiB wall=1h") == {"memory": "128GiB"}
+
+
 # ---------------------------------------------------------------- issue 23: the record is checked, not believed
 
 def _forged_record(board, record, key=None, **changes):

@@ -200,7 +200,7 @@ def test_workflow_commands_in_the_attacks_output_are_neutralised(track, capfd):
     relayed = [part for line in err.splitlines() for part in line.split("\r") if token in part]
     assert len(relayed) == 2 * 8, relayed  # stdout and stderr, each line (for "progress\r::error::", its 2nd part)
     for part in relayed:
-        assert part.startswith("attack| ") and not relay.COMMAND.match(part.encode()), part
+        assert part.startswith("attack| ") and not relay.COMMAND.match(part), part
 
 
 def test_the_relay_neutralises_commands_however_they_are_split():
@@ -217,6 +217,27 @@ def test_the_relay_neutralises_commands_however_they_are_split():
         out.seek(0)
         lines = out.read().split(b"\n")
     assert lines[2] == b"attack| ::error::split"  # a command past the cap starts a piece of its own: checked too
+
+
+def test_the_relay_writes_escape_sequences_out_and_caps_the_output():
+    """Terminal escapes (clear the screen, set the title, OSC 52 to the clipboard, a C1 CSI, a bidi
+    override) reach the evaluator's terminal as text; a carriage return and a tab stay. Past the cap
+    the output is drained and counted, not written (the evaluator's log cannot be filled)."""
+    assert (relay.neutralise(b"a\x1b[2J\x1b]0;t\x07\x1b]52;c;eA==\x07\xc2\x9b1A\xe2\x80\xae\x08\x00\xff\tb\r50%")
+            == b"a\\x1b[2J\\x1b]0;t\\x07\\x1b]52;c;eA==\\x07\\x9b1A\\u202e\\x08\\x00\\xff\tb\r50%")
+    assert relay.neutralise("é ✓".encode()) == "é ✓".encode()  # text is text
+    r, w = os.pipe()
+    with tempfile.TemporaryFile() as out:
+        rel = relay.Relay(r, out.fileno(), cap=1000)
+        with os.fdopen(w, "wb") as f:
+            for _ in range(2000):
+                f.write(b"z" * 99 + b"\n")
+        rel.join()
+        out.seek(0)
+        shown = out.read()
+    lines = shown.decode().splitlines()
+    assert lines[:10] == ["z" * 99] * 10 and len(lines) == 11, lines[-3:]
+    assert lines[-1] == "attack| ... 199,000 more bytes of the attack's output not shown (the relay shows at most 1,000 bytes a run)"
 
 
 # --- a large query and the evaluator's memory --------------------------------------------------------

@@ -185,7 +185,29 @@ def test_seal_train_evaluate_validate_reveal_verify(on_sealed, tmp_path):
     (entry / "sealed.json").write_text(json.dumps(tampered))
     _, check = _sealed_check(validate_board(None, root, rescore=False, seal_key=key))
     assert check.status == "fail" and "differs" in check.message
+    # without the key, a record counts only under the draw's pinned record signer: a forger's changed
+    # numbers, a record re-signed by the forger's key, an unsigned one, all fail; CI's own passes
+    from reconbench.core.seal import record_signer
+    from reconbench.core.sealed_records import sign_record, unsigned
+    from reconbench.core.signing import sign_payload
+
+    assert track.seal.record_signer and published["signature"]["public_key"] == track.seal.record_signer
+    _, check = _sealed_check(validate_board(None, root, rescore=False))
+    assert check.status == "fail" and "not CI's record" in check.message and "does not verify" in check.message
+    forged = unsigned(tampered) | {"signature": sign_payload(unsigned(tampered), record_signer(_key()))}
+    for record, why in [(forged, "signed by another key"), (unsigned(published), "carries no signature")]:
+        (entry / "sealed.json").write_text(json.dumps(record))
+        _, check = _sealed_check(validate_board(None, root, rescore=False))
+        assert check.status == "fail" and why in check.message, check.message
+    # with the key: an unsigned record whose numbers match fails, and --write-sealed signs it
+    _, check = _sealed_check(validate_board(None, root, rescore=False, seal_key=key))
+    assert check.status == "fail" and "numbers match" in check.message
+    _, check = _sealed_check(validate_board(None, root, rescore=False, seal_key=key, write_sealed=True))
+    assert check.status == "pass" and "signed" in check.message
+    assert json.loads((entry / "sealed.json").read_text()) == sign_record(unsigned(published), key)
     (entry / "sealed.json").write_text(json.dumps(published))
+    entry_report, check = _sealed_check(validate_board(None, root, rescore=False))
+    assert check.status == "pass" and entry_report.sealed == unsigned(published)
     # reveal: a wrong key reveals nothing; the right one writes the key with the commitments it opens
     with pytest.raises(SealError, match="does not open"):
         reveal(_key(), "test-season", tmp_path / "wrong.json")
@@ -319,6 +341,7 @@ def test_each_shipped_sealed_twin_has_k_draws_pinned_and_nothing_secret(group):
     draws = sealed_draws(group)
     assert [t.seal.draw for t in draws] == list(range(DRAWS)) and {t.seal.draws for t in draws} == {DRAWS}
     assert len({t.seal.commitment for t in draws}) == len(draws)
+    assert len({t.seal.record_signer for t in draws}) == 1 and draws[0].seal.record_signer  # one season, one signer
     assert all(t.holdout_set_sha256 is None and t.update_holdout_set_sha256 is None for t in draws)  # the pool's other half: sealed
     assert all(sha256_file(embedded_file(t.source.model_file)) == t.target_model_sha256 for t in draws)  # pinned
     if SEALED[group].update_size:  # an update twin: one public model before, K secret updates, each observation pinned
@@ -332,6 +355,18 @@ def test_each_shipped_sealed_twin_has_k_draws_pinned_and_nothing_secret(group):
     assert len({t.target_model_sha256 for t in draws}) == len(draws)
     assert {t.target_set_sha256 for t in draws} == {draws[0].seal.pool_sha256}  # one public pool, K secret halves
     assert {t.train_size for t in draws} == {draws[0].seal.pool_size // 2}
+
+
+def test_every_shipped_sealed_record_is_signed_by_its_draws_pinned_signer():
+    """Checked without the key, as the site and a contributor's validate check them."""
+    from reconbench.core.sealed_records import signature_problem
+    from reconbench.core.tracks import get_track
+
+    records = sorted((Path(__file__).parents[1] / "submissions").glob("*/*/sealed.json"))
+    assert records
+    for path in records:
+        record = json.loads(path.read_text())
+        assert signature_problem(record, get_track(record["track"]).seal.record_signer) is None, path
 
 
 def test_the_shipped_sealed_twin_names_its_draws_and_pins_nothing_secret():
@@ -488,8 +523,8 @@ def test_a_sealed_update_twin_is_scored_at_validation_against_its_members(sealed
     user_key = home / "user.pem"
     generate_key(user_key)
     (done,) = evaluate_draws("deep-leakage", UPDATE_GROUP, draws="all", out=home / "run", key=user_key,
-                             scenario="dynamic/white-box/none", options={"iterations": 1, "max_iter": 2},
-                             command_for_track=lambda t: f"test_sealed {t}")
+                             scenario="dynamic/white-box/none", options={"iterations": 1, "max_iter": 2})
+    # (no command given: it records the evaluate line with --set iterations/max_iter, which validate holds it to)
     payload = done.result.payload
     assert payload.track == track_id and payload.membership is None and payload.sealed.status == "scored at validation"
     assert payload.target.target_set_sha256 == get_track(track_id).seal.pool_sha256 and payload.reconstructions.count == 64

@@ -12,13 +12,14 @@ import shutil
 import numpy as np
 import pytest
 
+from reconbench.core.tracks import get_track
 from reconbench.image.data.digits import digits_splits
 from reconbench.core.io import save_arrays, sha256_file
 from reconbench.image.metrics import score
 from reconbench.image.results import RECONSTRUCTIONS_FILE, RESULT_FILE
 from reconbench.core.signing import load_private_key, sign_payload
 from site_entries import build_site, evaluate_entry, make_key, submit_entry
-from submission_helpers import git
+from submission_helpers import git, with_seed
 from text_results_helpers import HOSTILE_TEXTS, hostile_texts, submitted_text_entry, text_parts_landed
 
 OWN_ATTACK = "zz-own-attack-name"
@@ -41,7 +42,7 @@ def derive(template, root, team, key, entry_id, *, images=None, labels=None, edi
         target = digits_splits().target
         if rescore_metrics:
             p["metrics"] = {k: v.model_dump(mode="json") for k, v in
-                            score(images, labels, target.images, target.labels).metrics.items()}
+                            score(images, labels, target.images, target.labels, track=get_track("digits")).metrics.items()}
             p.pop("membership", None)  # the template's gap is of other reconstructions: validate computes it
     p["entry_id"] = entry_id
     p["reconstructions"]["sha256"] = sha256_file(folder / RECONSTRUCTIONS_FILE)
@@ -50,6 +51,12 @@ def derive(template, root, team, key, entry_id, *, images=None, labels=None, edi
     data["signature"] = sign_payload(p, load_private_key(key))
     (folder / RESULT_FILE).write_text(json.dumps(data, indent=1))
     return folder
+
+
+def own_attack(name):
+    """An edit: the entry restated as a user's own attack, with the command that ran it."""
+    return lambda p: (p["attack"].update(name=name, code="mine.py:Mine"),
+                      p["provenance"].update(command="recon-submit evaluate --attack mine.py:Mine"))
 
 
 def noise(seed, n=500):
@@ -81,13 +88,13 @@ def site(tmp_path_factory):
     # each its own seed: the same settings and seed with metrics within tolerance would be a re-run of the
     # first (checks/duplicates.py, submissions/reproduces.py), and noise scores alike
     x_entries = [derive(mal, subs, "mallory", other, name, images=noise(seed)[0], labels=noise(seed)[1],
-                        edit=lambda p, seed=seed: p["provenance"].update(seed=seed))
+                        edit=lambda p, seed=seed: with_seed(p, seed))
                  for seed, name in enumerate(["digits-x", "digits-x.png", "index"], start=10)]
     # 3. an unregistered attack name on a valid entry, and on a failing one
     own = derive(mal, subs, "mallory", other, "digits-own", images=noise(20)[0], labels=noise(20)[1],
-                 edit=lambda p: p["attack"].update(name=OWN_ATTACK, code="mine.py:Mine"))
+                 edit=own_attack(OWN_ATTACK))
     failing = derive(mal, subs, "mallory", other, "digits-own-failing", images=noise(21)[0], labels=noise(21)[1],
-                     edit=lambda p: p["attack"].update(name=FAILED_ATTACK, code="mine.py:Mine"))
+                     edit=own_attack(FAILED_ATTACK))
     (failing / RESULT_FILE).write_text((failing / RESULT_FILE).read_text().replace('"seed": 0', '"seed": 1'))
     # 4. near-copies: target images with one pixel changed, honestly scored
     target = digits_splits().target

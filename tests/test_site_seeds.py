@@ -26,7 +26,7 @@ pytestmark = pytest.mark.slow  # a minute or more of CPU: the slow set (make tes
 def run(work, key, seed, *, iterations=15, init="uniform"):
     out = work / f"run-{seed}-{iterations}-{init}-{key.stem}"
     evaluate(attack_spec="mi-face", key_path=key, out=out, seed=seed, config={"iterations": iterations, "init": init},
-             weights_dir=NO_WEIGHTS, command=f"recon-submit evaluate --attack mi-face --seed {seed}")
+             weights_dir=NO_WEIGHTS)  # it records the evaluate line of these arguments (core/run_command.py)
     return out
 
 

@@ -15,7 +15,7 @@ from safetensors.numpy import save_file
 from reconbench.image.data.digits import digits_splits
 from reconbench.core.io import sha256_file
 from reconbench.image.results import load_reconstructions
-from submission_helpers import failure, fresh_board, git, status
+from submission_helpers import failure, fresh_board, git, recorded, status
 
 
 @pytest.fixture
@@ -362,6 +362,8 @@ def _as_surrogate_entry(p, **changes):
                           config={"query_budget": 50000}, queries=49280, agreement=0.94, agreement_images=697,
                           attack_view="static/white-box/none")
     p["surrogate"].update(changes)
+    p["provenance"]["queries"] = 49280  # a black-box cell records its queries (the stealing's, as evaluate does)
+    recorded(p)
 
 
 def test_a_well_formed_surrogate_entry_passes_the_registry_check(board):
@@ -410,6 +412,7 @@ def _new_seed_copy(board, name, seed, edit_images=flip_one_pixel, config=None):
         p["provenance"]["seed"] = seed
         if config:
             p["attack"]["config"].update(config)
+        recorded(p, config)
 
     board.resign(edit, entry=twin)
     return twin

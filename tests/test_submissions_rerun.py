@@ -16,7 +16,7 @@ from reconbench.core.signing import load_private_key, sign_payload
 from reconbench.submissions import reproduces
 from reconbench.submissions.submit import SubmitError, submit_result
 from reconbench.text.results import parse_any_result
-from submission_helpers import failure, fresh_board
+from submission_helpers import failure, fresh_board, with_seed
 
 runner = CliRunner()
 
@@ -83,7 +83,7 @@ def test_metrics_within_tolerance_are_a_reproduction_too(board, tmp_path):
 
 
 def test_another_seed_is_not_a_reproduction(board, tmp_path):
-    run = rerun_of(board, tmp_path / "seed1", board.beta_key, lambda p: p["provenance"].update(seed=1))
+    run = rerun_of(board, tmp_path / "seed1", board.beta_key, lambda p: with_seed(p, 1))
     other = parse_any_result(run / RESULT_FILE).payload
     assert reproduces.finding(other, [(board.entry, parse_any_result(board.result_json).payload)]) is None
 
@@ -146,7 +146,7 @@ def test_another_seed_of_a_seed_free_attack_says_what_changes_the_output(board, 
     """Issue 37: MI-Face from zeros gives the same bytes for any seed (not the same run: another seed).
     validate names the file already on the board and says that a budget or an option, not a seed,
     changes the output."""
-    run = rerun_of(board, tmp_path / "seed4242", board.beta_key, lambda p: p["provenance"].update(seed=4242))
+    run = rerun_of(board, tmp_path / "seed4242", board.beta_key, lambda p: with_seed(p, 4242))
     twin = board.root / "beta" / json.loads((run / RESULT_FILE).read_text())["payload"]["entry_id"]
     shutil.copytree(run, twin)
     check = failure({r.path: r for r in board.validate().entries}[twin])

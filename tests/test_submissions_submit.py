@@ -68,7 +68,8 @@ def test_adding_a_key_to_an_existing_team_needs_the_flag(board, tmp_path):
     key3, public3 = generate_key(tmp_path / "k3.pem")
     # another seed: the same run again would be refused as a reproduction (test_submissions_rerun.py)
     result = resigned_copy(board.result_dir, tmp_path / "r3", key3, entry_id="digits-mi-face-member3",
-                           provenance={**board.payload()["provenance"], "seed": 1})
+                           provenance={**board.payload()["provenance"], "seed": 1,
+                                       "command": "recon-submit evaluate --attack mi-face --seed 1"})
     before = (board.root / "alpha" / "team.toml").read_bytes()
     with pytest.raises(SubmitError, match="does not list key .* --add-key"):
         submit_result(result, "alpha", root=board.root, key_path=key3)

@@ -49,6 +49,10 @@ def _evaluate(tmp_path, key, *args):
     (["--surrogate", "dfme", "--budget", "paper", "--scenario", "static/black-box/none"],
      "dfme: the 'paper' preset spends 2,000,000 queries but track 'digits' allows 1,000,000 (its query budget); "
      "use --budget default (1,000,000) or a track with a larger budget (e.g. "),
+    # stolen in this process from a re-run entry's recorded values: the sizes have a ceiling
+    (["--surrogate", "dfme", "--set", "surrogate.nz=10000000"], "option 'nz' expects int ≥ 1 ≤ 4096, got 10000000"),
+    (["--surrogate", "aux", "--scenario", "static/black-box/same", "--set", "surrogate.epochs=1000000000"],
+     "option 'epochs' expects int ≥ 1 ≤ 1000, got 1000000000"),
     (["--surrogate", "dfme", "--set", "surrogate.query_budget=1000001"],
      "dfme: surrogate.query_budget spends 1,000,001 queries but track 'digits' allows 1,000,000 (its query budget); "
      "use --set surrogate.query_budget=1000000 or a track with a larger budget"),

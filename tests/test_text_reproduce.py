@@ -36,7 +36,7 @@ def board(tmp_path_factory):
     reproducer, public = generate_key(home / "reproducer.pem")
     (home / "reproducers.toml").write_text(f'[[reproducer]]\nname = "text reproducer"\nkey = "{public}"\n')
     out = evaluate_text(track_id="lee-news", attack="complete", seed=0, out=home / "run", key_path=team_key,
-                        config=CONFIG, command="test")
+                        config=CONFIG)  # it records the evaluate line of these arguments (core/run_command.py)
     entry = submit_result(home / "run", "gamma", root=home / "submissions", key_path=team_key, team_name="Gamma").entry
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(REPRODUCERS_ENV, str(home / "reproducers.toml"))

@@ -261,3 +261,24 @@ def test_hostile_markup_is_just_text(board, split):
     board.texts(pairs)
     report = board.only()
     assert report.trust == "signed", [c.to_dict() for c in report.checks]
+
+
+@pytest.mark.parametrize("mutate, stage, expected", [
+    (lambda p: p["provenance"].update(seed=4), "registry", "provenance.command gives --seed 0, but the payload records 4"),
+    (lambda p: p["provenance"].update(command="recon-submit evaluate --track lee-news --attack vec2text"), "registry",
+     "provenance.command gives --attack vec2text, but the payload records complete"),
+    (lambda p: p["attack"].update(version="7"), "registry", "attack 'complete' is at version 1 in the registry"),
+    (lambda p: p["attack"]["config"].update(warp=1), "registry", "attack 'complete' declares no option warp"),
+    (lambda p: p["attack"].update(paper="a paper\u202e"), "schema", "payload.attack.paper holds the control or format character"),
+], ids=["seed", "attack", "version", "option", "bidi"])
+def test_a_text_entrys_forged_claims_are_refused(board, mutate, stage, expected):
+    """The claims rules (submissions/claims.py, core/envelope.hidden_text) hold for text entries too."""
+    board.resign(mutate)
+    fail = failure(board.only())
+    assert fail.name == stage and expected in fail.message, fail.message
+
+
+def test_a_text_metric_left_out_is_refused(board):
+    board.resign(lambda p: p["metrics"].pop("bleu"))
+    fail = failure(board.only(rescore=True))
+    assert fail.name == "rescore.bleu" and "left out, but bleu needs no downloaded weights" in fail.message

@@ -17,7 +17,7 @@ from reconbench.image.results import load_reconstructions
 from reconbench.submissions import validate
 from reconbench.submissions import validation_cache as vc
 from reconbench.submissions.validation_cache import ValidationCache
-from submission_helpers import failure, fresh_board
+from submission_helpers import failure, fresh_board, recorded
 from test_submissions_hostile import flip_one_pixel, replace_images
 
 REPO = Path(__file__).resolve().parents[1]
@@ -168,7 +168,8 @@ def test_the_near_duplicate_answer_is_reused_only_for_the_same_board(board, tmp_
     monkeypatch.setattr(duplicates, "first_near_duplicate", lambda *a, **k: searches.append(1) or real(*a, **k))
     cache = keyed(tmp_path / "cache")
     twin = near_twin(board)
-    board.resign(lambda p: p["provenance"].update(seed=p["provenance"]["seed"] + 1), key=board.beta_key, entry=twin)  # not a re-run of alpha's
+    board.resign(lambda p: (p["provenance"].update(seed=p["provenance"]["seed"] + 1), recorded(p)),
+                 key=board.beta_key, entry=twin)  # not a re-run of alpha's
     first = failure(next(r for r in board.validate(cache=cache).entries if r.path == twin))
     assert first.name == "duplicates" and len(searches) == 1  # the original has nothing earlier to compare
     again = failure(next(r for r in board.validate(cache=cache).entries if r.path == twin))

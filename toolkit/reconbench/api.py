@@ -14,6 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+# the line a result records (core/run_command.py): named here for the CLI and the sweep
+from reconbench.core.run_command import command_of as _command_of, evaluate_command  # noqa: F401
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -202,30 +205,3 @@ def check_track_and_key(track: str, key_path: str | Path) -> Modality:
     return modality
 
 
-def _command_of(track, attack, scenario, seed, device, options, budget, surrogate) -> str:
-    """evaluate_command for options given as a dict (each becomes `--set key=<json>`)."""
-    import json
-
-    sets = [f"{k}={json.dumps(v)}" for k, v in (options or {}).items()]
-    return evaluate_command(track, attack, scenario, seed, device, sets, budget, surrogate)
-
-
-def evaluate_command(track: str, attack: str, scenario: str | None, seed: int, device: str, overrides: list[str],
-                     budget: str = "default", surrogate: str | None = None) -> str:
-    """The command line that reproduces a run. Local paths and keys are left out: they are the
-    runner's (an attack file is recorded by its name, `myattack.py:MyAttack`, not its folder)."""
-    import shlex
-
-    if ":" in attack and attack.split(":", 1)[0].endswith(".py"):
-        file, cls = attack.rsplit(":", 1)
-        attack = f"{Path(file).name}:{cls}"
-    args = ["recon-submit", "evaluate", "--track", track, "--attack", attack, "--seed", str(seed), "--device", device]
-    if budget != "default":
-        args += ["--budget", budget]
-    if surrogate:
-        args += ["--surrogate", surrogate]
-    if scenario:
-        args += ["--scenario", scenario]
-    for item in overrides:
-        args += ["--set", item]
-    return shlex.join(args)

@@ -170,6 +170,22 @@ def check_declaration(cls: type) -> None:
                 raise OptionsError(f"attack '{name}': option '{key}' is {type(value).__name__}, not a scalar")
 
 
+def details(cls: type) -> dict:
+    """Everything `recon-submit attacks NAME` prints about an attack class, as data (scalars, strings,
+    lists and dicts: it crosses from a bring-your-own attack's sandboxed process as JSON)."""
+    check_declaration(cls)
+    default = resolve_options(cls, "default")
+    presets = {}
+    for budget in BUDGETS:
+        if budget == "default" or budget in (getattr(cls, "presets", None) or {}):
+            values = resolve_options(cls, budget)
+            presets[budget] = {k: v for k, v in values.items() if budget == "default" or v != default[k]}
+    return {
+        "name": cls.name, "paper": cls.paper, "family": cls.family, "scenarios": list(cls.scenarios),
+        "variant": getattr(cls, "variant", ""), "options": describe_options(cls), "presets": presets,
+    }
+
+
 def describe_options(cls: type) -> list[dict[str, Any]]:
     """One row per option: name, type (with range), default, description; for `recon-submit attacks`."""
     model = options_model(cls)

@@ -22,6 +22,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from reconbench.core import untrusted
+
 ATTACK_DIR = "attack"  # the folder in a result folder and in an entry
 MAX_FILES = 32
 MAX_FILE_BYTES = 128 * 1024
@@ -32,7 +34,13 @@ SKIPPED = ("__pycache__",)
 
 
 class SourceError(Exception):
-    """An attack source that cannot be shipped: the message names the file and the problem."""
+    """An attack source that cannot be shipped: the message names the file and the problem. The file's
+    name is the contributor's (an entry's attack/ folder is a pull request's): the message is made
+    inert (reconbench.core.untrusted), so a name holding a newline, a workflow command or a terminal
+    escape prints as text in validate's CI log."""
+
+    def __init__(self, message: str):
+        super().__init__(untrusted.line(message))
 
 
 TOO_LARGE = (f"over {MAX_FILES} .py files or {MAX_TOTAL_BYTES:,} bytes: the caps on an attack's source (the file and "
@@ -178,6 +186,9 @@ def imported_source(root: Path, entry: str) -> list[tuple[str, Path]]:
             raise SourceError(f"{path}:{exc.lineno}: SyntaxError: {exc.msg}") from None
         except ValueError as exc:  # NUL bytes
             raise SourceError(f"{path}: not Python source ({exc})") from None
+        except (RecursionError, MemoryError):  # the parser's own stack check (`x = ----...1`, `1+1+...`)
+            raise SourceError(f"{path}: nested too deeply for Python's parser to read (an expression of "
+                              "thousands of nested operators)") from None
         for parts in _imported(tree, rel):
             todo += [f for f in _module_files(root, parts) if f not in seen]
     return sorted(seen.items())

@@ -121,7 +121,7 @@ def rich_task(description: str, total: int) -> Iterator:
             yield advance
         return
     with Progress(
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", markup=False),  # a description is data (an attack's own, too): no markup
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import unicodedata
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Annotated, Literal
@@ -231,6 +232,37 @@ def read_result_raw(path: Path, max_bytes: int = 1_000_000) -> object:
     except (OSError, UnicodeDecodeError) as exc:
         raise ResultError(f"{path}: cannot be read as UTF-8 text ({exc})") from None
     try:
-        return strict_json_loads(text)
+        data = strict_json_loads(text)
     except (json.JSONDecodeError, ValueError) as exc:
         raise ResultError(f"{path}: malformed JSON ({exc})") from None
+    hidden = hidden_text(data)
+    if hidden:
+        raise ResultError(f"{path}: {hidden}")
+    return data
+
+
+# Every string of a result is shown somewhere (the board, `validate`, a terminal): a bidi override or
+# a zero-width character in any of them (a version, a command, a note, a config value, a key) would
+# make it read as something else, so a result holds plain text only, as a README and team.toml do.
+_HIDDEN = ("Cc", "Cf", "Co", "Cs", "Zl", "Zp")
+
+
+def hidden_text(data: object, where: str = "") -> str | None:
+    """Where `data` (parsed JSON) holds a control, format or private-use character, or text not in
+    NFC (a look-alike spelled with combining marks), and which; None if it holds none."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            here = f"{where}.{key}" if where else str(key)
+            found = hidden_text(key, f"{here} (its key)") or hidden_text(value, here)
+            if found:
+                return found
+    elif isinstance(data, list):
+        return next((f for i, v in enumerate(data) if (f := hidden_text(v, f"{where}[{i}]"))), None)
+    elif isinstance(data, str):
+        bad = next((c for c in data if unicodedata.category(c) in _HIDDEN and c not in "\n\t"), None)
+        if bad is not None:
+            return (f"{ascii(where)[1:-1][:120]} holds the control or format character {ascii(bad)} (bidi overrides, "
+                    "zero-width and control characters can disguise what the board shows)")
+        if unicodedata.normalize("NFC", data) != data:
+            return f"{ascii(where)[1:-1][:120]} is not in Unicode NFC (combining marks can spell a look-alike)"
+    return None

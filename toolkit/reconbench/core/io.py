@@ -7,7 +7,6 @@ import json
 import math
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,13 +20,27 @@ class FileFormatError(Exception):
     """A file that is missing, malformed or of the wrong shape; the message names the file."""
 
 
+def _beside(path: Path, create, suffix: str) -> Path:
+    """A new file or folder with a random name beside `path`, made by `create` with the modes a plain
+    open() or mkdir() gives (the umask's), not tempfile's 0600/0700: the result is a published file."""
+    import secrets
+
+    for _ in range(100):
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}{suffix}"
+        try:
+            create(tmp)
+            return tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{path.parent}: no free temporary name beside {path.name}")
+
+
 @contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
     """Yield a temporary path beside `path`; rename it over `path` only if the block succeeds."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
+    tmp = _beside(path, lambda p: os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)), ".tmp")
     try:
         yield Path(tmp)
         os.replace(tmp, path)
@@ -43,7 +56,7 @@ def atomic_dir(path: Path) -> Iterator[Path]:
     if path.exists():
         raise FileExistsError(f"{path}: already exists; choose another --out or remove it")
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    tmp = _beside(path, lambda p: os.mkdir(p, 0o777), "")
     try:
         yield tmp
         os.replace(tmp, path)

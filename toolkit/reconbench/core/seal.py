@@ -17,8 +17,13 @@ makes it infeasible to open it to another membership (binding). When the season 
 revealed (`recon-submit seal reveal`): anyone then recomputes the nonce and the members, checks the
 commitment, and recomputes every sealed number the board published (`recon-submit seal verify`).
 
-Pure functions: no torch, no files but the key's. Nothing derived from a key but the commitment
-is ever written where the public can read it.
+The sealed numbers CI scores with the key (sealed.json) are CI's word, and a contributor's pull
+request could carry a record written by hand. So CI signs each record with an ed25519 key derived
+from the season's key (`record_signer`), and the registry pins its public half beside each draw's
+commitment: validation without the key checks the signature (core/sealed_records.py).
+
+Pure functions: no torch, no files but the key's. Nothing derived from a key but the commitment and
+the record signer's public key is ever written where the public can read it.
 """
 
 from __future__ import annotations
@@ -62,6 +67,21 @@ def new_key() -> str:
 
 def _derive(key: bytes, purpose: str, group: str, draw: int) -> bytes:
     return hmac.new(key, f"{SCHEME}/{purpose}/{group}/{int(draw)}".encode(), hashlib.sha256).digest()
+
+
+def record_signer(key: bytes):
+    """The ed25519 key that signs the season's sealed.json records: its 32-byte seed is an HMAC of the
+    seal key under its own label, so the public half says nothing about the key or the members."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    return Ed25519PrivateKey.from_private_bytes(hmac.new(key, f"{SCHEME}/record-signer".encode(), hashlib.sha256).digest())
+
+
+def record_signer_public(key: bytes) -> str:
+    """The record signer's public key, base64 (what registry/sealed.json pins as seal.record_signer)."""
+    from reconbench.core.signing import public_key_b64
+
+    return public_key_b64(record_signer(key).public_key())
 
 
 def draw_members(key: bytes, group: str, draw: int, labels: np.ndarray) -> np.ndarray:

@@ -136,6 +136,7 @@ class Seal(BaseModel):
     pool_size: int
     pool_sha256: str  # content hash of the pool (= the track's target_set_sha256)
     commitment: str  # core/seal.commitment of this draw
+    record_signer: str | None = None  # core/seal.record_signer_public: the key CI's sealed.json records are signed by
     observation: SealedObservation | None = None  # an update twin's published observation
 
 

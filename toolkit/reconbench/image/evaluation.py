@@ -14,7 +14,6 @@ from typing import Any
 
 import torch
 
-from reconbench.core.redact import this_command
 from reconbench._version import __version__
 import numpy as np
 
@@ -216,6 +215,9 @@ def evaluate(
     surrogate: str | None = None,
     limits: dict[str, str] | None = None,
 ) -> EvaluationOutput:
+    from reconbench.core.run_command import recorded_command
+
+    options_given, scenario_given = dict(config or {}), scenario  # as given: the command records them
     track = get_track(track_id)
     run_limits = for_budget(budget, limits)  # a bad --limit fails here, before anything runs
     track.require_runnable()
@@ -300,7 +302,8 @@ def evaluate(
             device=device_name(torch_device),
             hardware=f"{platform.system()} {platform.machine()}, {torch.get_num_threads()} CPU threads",
             seed=seed,
-            command=command or this_command(),
+            command=recorded_command(command, track_id, attack_spec, scenario_given, seed, device,
+                                     options_given, budget, surrogate),
             started=started,
             finished=finished,
             wall_seconds=round(wall, 3),

@@ -119,7 +119,9 @@ def entries_frame(reports: Iterable) -> pd.DataFrame:
             row.update(
                 track=p.track, scenario=p.scenario, training=training, access=access, data=data,
                 attack=p.attack.name, attack_version=p.attack.version, family=p.attack.family,
-                paper=p.attack.paper, code=p.attack.code, registered=p.attack.name in BY_NAME,
+                # a registered attack's paper is the registry's: the entry's copy of it is the contributor's text
+                paper=BY_NAME[p.attack.name].paper if p.attack.name in BY_NAME else p.attack.paper,
+                code=p.attack.code, registered=p.attack.name in BY_NAME,
                 config=json.dumps(p.attack.config, sort_keys=True, default=str),  # seed groups compare it
                 budget=p.attack.budget,
                 date=pd.Timestamp(prov.finished).tz_convert("UTC") if prov.finished.tzinfo else pd.Timestamp(prov.finished, tz="UTC"),

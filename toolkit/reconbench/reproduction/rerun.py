@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from reconbench.modalities import for_result
-from reconbench.pipeline.isolation.limits import recorded_overrides
+from reconbench.pipeline.isolation.limits import LimitError, recorded_overrides
 from reconbench.reproduction.entry import Entry, ReproduceError, payload_sha256, team_keys
 from reconbench.reproduction.record import ReproductionRecord
 from reconbench.image.results import RESULT_FILE, ResultError, payload_dict
@@ -59,6 +59,10 @@ def rerun(entry: Entry, out: Path, *, device: str = "cpu", max_seconds: float | 
     if threads is not None and threads > MAX_RERUN_THREADS:  # a forged count would spawn that many threads here
         raise ReproduceError(f"{entry.folder}: the entry records {threads} CPU threads, more than the {MAX_RERUN_THREADS} "
                              "a re-run takes; not re-run here")
+    try:  # before anything runs: the limits it records are its claim (RERUN_CEILING)
+        recorded_overrides(p.attack.budget or "default", getattr(p.provenance, "limits", None))
+    except LimitError as exc:
+        raise ReproduceError(f"{entry.folder}: provenance.limits: {exc}; not re-run here") from None
     with _threads_of(p.provenance.hardware):
         return _rerun(entry, out, device=device, weights_dir=weights_dir, progress=progress)
 

@@ -63,6 +63,7 @@ class Verified:
 def verify(key: bytes, season: str, root: Path) -> tuple[dict[str, str], list[Verified]]:
     """Open the season's commitments, then recompute every published sealed.json under `root`."""
     from reconbench.core.io import load_arrays
+    from reconbench.core.sealed_records import unsigned
     from reconbench.core.signing import canonical
     from reconbench.image import sealed_scores as sealed
     from reconbench.image.results import parse_result_json
@@ -82,7 +83,7 @@ def verify(key: bytes, season: str, root: Path) -> tuple[dict[str, str], list[Ve
         payload_sha = hashlib.sha256(canonical(result.payload.model_dump(mode="json"))).hexdigest()
         fresh = sealed.record(tracks[published["track"]], key, result.payload.entry_id, payload_sha,
                               arrays["images"], arrays["labels"])
-        ok = sealed.same_numbers(published, fresh)
+        ok = sealed.same_numbers(unsigned(published), fresh)
         out.append(Verified(str(path.parent), ok, "recomputed: equal" if ok else "recomputed: DIFFERS from sealed.json"))
     for track in tracks.values():  # an update twin's published observation: the update of the committed members
         if track.seal.observation is not None:

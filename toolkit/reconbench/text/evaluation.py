@@ -18,7 +18,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from reconbench.core.redact import this_command
 from reconbench.text.items import TextItem, TextSet
 from reconbench.text.results import TextResultFile
 
@@ -133,6 +132,7 @@ def evaluate_text(*, track_id: str, attack: str, scenario: str | None = None, se
     from reconbench.core.envelope import Provenance, TargetIdentity, git_state, make_entry_id
     from reconbench.core.signing import check_key_file, load_private_key
     from reconbench.text.attacks import TEXT_ATTACKS, enforce_one_per_id, load_text_attack
+    from reconbench.core.run_command import recorded_command
     from reconbench.text.files import load_text_splits, model_sha256
     from reconbench.text.knowledge import build_text_knowledge
     from reconbench.text.results import TextAttackInfo, TextPayload, reconstructions_info, sign_text_result, write_text_result_dir
@@ -178,7 +178,7 @@ def evaluate_text(*, track_id: str, attack: str, scenario: str | None = None, se
             toolkit_version=__version__, git_commit=git_commit, git_dirty=git_dirty,
             python=platform.python_version(), torch=torch.__version__, device=device_name(torch_device),
             hardware=f"{platform.system()} {platform.machine()}, {torch.get_num_threads()} CPU threads",
-            seed=seed, command=command or this_command(), started=started, finished=finished,
+            seed=seed, command=recorded_command(command, track_id, attack, scenario, seed, device, config, budget), started=started, finished=finished,
             wall_seconds=round(wall, 3), queries=knowledge.queries if chosen.split("/")[1] == "black-box" else None,
             attack_facts=_facts(rec.provenance),
             sandbox="none",  # registered text attacks run in this process (docs/sandbox.md)

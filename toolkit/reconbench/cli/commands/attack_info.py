@@ -9,22 +9,17 @@ from reconbench.core.console import console, fail
 
 
 def attack_details(spec: str) -> dict:
-    """Everything `attacks NAME` prints, as data (also usable from Python)."""
-    from reconbench.core.attack_options import BUDGETS, check_declaration, describe_options, resolve_options
+    """Everything `attacks NAME` prints, as data (also usable from Python). A file (`path/to/file.py:Class`)
+    is described by its own process in the sandbox: importing it here would run its module's code (a
+    contributor's, for a reviewer looking at an entry) outside the sandbox, with the caller's rights."""
+    from reconbench.core.attack_options import details
     from reconbench.modalities import for_attack
 
-    cls = for_attack(spec).load_attack(spec)  # a text attack is registered-only: its name; an image one, a file too
-    check_declaration(cls)
-    default = resolve_options(cls, "default")
-    presets = {}
-    for budget in BUDGETS:
-        if budget == "default" or budget in (cls.presets or {}):
-            values = resolve_options(cls, budget)
-            presets[budget] = {k: v for k, v in values.items() if budget == "default" or v != default[k]}
-    return {
-        "name": cls.name, "paper": cls.paper, "family": cls.family, "scenarios": list(cls.scenarios),
-        "variant": getattr(cls, "variant", ""), "options": describe_options(cls), "presets": presets,
-    }
+    if ":" in spec and spec.rsplit(":", 1)[0].endswith(".py"):
+        from reconbench.pipeline.isolation.parent import described
+
+        return described(spec)
+    return details(for_attack(spec).load_attack(spec))  # a text attack is registered-only: its name
 
 
 def _text(value: object) -> str:

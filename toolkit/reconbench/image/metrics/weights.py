@@ -44,6 +44,7 @@ class WeightSpec:
     size: int  # bytes
     sha256: str  # pinned digest of the official file
     used_by: str  # which metrics need it
+    metrics: tuple[str, ...] = ()  # their names (the only metrics an honest result may leave not computed)
 
     @property
     def safetensors_name(self) -> str:
@@ -58,6 +59,7 @@ FID_INCEPTION = WeightSpec(
     size=95_628_359,
     sha256="6726825d0af5f729cebd5821db510b11b1cfad8faad88a03f1befd49fb9129b2",
     used_by="FID, PRDC",
+    metrics=("fid", "prdc_precision", "prdc_recall", "prdc_density", "prdc_coverage"),
 )
 ALEXNET = WeightSpec(
     key="alexnet",
@@ -67,11 +69,15 @@ ALEXNET = WeightSpec(
     size=244_408_911,
     sha256="7be5be791159472b1fbf3c69796f7cb30dca7ad8466c2df70058c37116cdee02",
     used_by="LPIPS",
+    metrics=("lpips",),
 )
 
 # The pins in force, by key. Only tests replace them (monkeypatching this private dict, to serve
 # stand-in files); nothing a user sets (environment, options, files) reaches it.
 _PINNED: dict[str, WeightSpec] = {s.key: s for s in (FID_INCEPTION, ALEXNET)}
+# A metric that needs a downloaded backbone is "not computed" where its weights are missing; every
+# other one evaluate computes for every result (validation refuses a result that hides one).
+NEEDS_WEIGHTS = frozenset(m for s in (FID_INCEPTION, ALEXNET) for m in s.metrics)
 
 
 def pinned(key: str) -> WeightSpec:

@@ -1,13 +1,16 @@
 """registry/sealed.json and the sealed draws' weights: the maintainers' (CI's) command, run with the board's key.
 
     python -m reconbench.image.models.sealed_registry --seal-key ../shared/secrets/seal.key [--draws K] [TWIN ...]
+    python -m reconbench.image.models.sealed_registry --seal-key ../shared/secrets/seal.key --pin-signers
 
 For each sealed twin (SEALED below: the open track it mirrors) and each draw d < K: the pool of 2n
 images (fashion_splits.sealed_pool), the members drawn from the key (core/seal.draw_members), a model
 trained on them with the open twin's recipe (fashion_targets: the same architecture, optimiser,
 epochs and seeds, one CPU thread), written to data/fashion/sealed/<twin>-d<d>.safetensors, and a row
-`<twin>-d<d>` that pins the model, the pool and the commitment. The key is read from its path and
-never written anywhere: only the commitments leave this process.
+`<twin>-d<d>` that pins the model, the pool, the commitment and the public key CI's sealed.json
+records are signed by (core/seal.record_signer; `--pin-signers` adds it to draws made before). The key
+is read from its path and never written anywhere: only the commitments and that public key leave this
+process.
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ def update_row(twin: Twin, draw: int, draws: int, key: bytes, out_dir: Path, sea
     import numpy as np
 
     from reconbench.core.io import save_arrays, sha256_file
-    from reconbench.core.seal import commitment, draw_members
+    from reconbench.core.seal import commitment, draw_members, record_signer_public
     from reconbench.core.threads import one_torch_thread
     from reconbench.core.tracks import get_track
     from reconbench.image.data.fashion_splits import sealed_update_pool
@@ -89,6 +92,7 @@ def update_row(twin: Twin, draw: int, draws: int, key: bytes, out_dir: Path, sea
         "seal": {"group": twin.group, "draw": draw, "draws": draws, "open_twin": twin.open_twin, "season": season,
                  "reveal_after": reveal_after, "pool_size": len(pool), "pool_sha256": pool.sha256,
                  "commitment": commitment(key, twin.group, draw, pool.sha256, inside),
+                 "record_signer": record_signer_public(key),
                  "observation": {"gradients_file": names["-gradients"],
                                  "gradients_sha256": sha256_file(out_dir / names["-gradients"]),
                                  "updated_model_file": names["-updated"],
@@ -124,7 +128,7 @@ def draw_row(twin: Twin, draw: int, draws: int, key: bytes, out_dir: Path, confi
     import numpy as np
 
     from reconbench.core.io import sha256_file
-    from reconbench.core.seal import commitment, draw_members
+    from reconbench.core.seal import commitment, draw_members, record_signer_public
     from reconbench.core.tracks import get_track
     from reconbench.image.data.fashion_splits import sealed_pool
     from reconbench.image.models.fashion_targets import RECIPE
@@ -155,7 +159,8 @@ def draw_row(twin: Twin, draw: int, draws: int, key: bytes, out_dir: Path, confi
                   f"the draw's members)",
         "seal": {"group": twin.group, "draw": draw, "draws": draws, "open_twin": twin.open_twin, "season": season,
                  "reveal_after": reveal_after, "pool_size": len(pool), "pool_sha256": pool.sha256,
-                 "commitment": commitment(key, twin.group, draw, pool.sha256, inside)},
+                 "commitment": commitment(key, twin.group, draw, pool.sha256, inside),
+                 "record_signer": record_signer_public(key)},
     }
 
 
@@ -183,13 +188,36 @@ def write_registry(rows: list[dict], path: Path | None = None) -> None:
         tmp.write_text(json.dumps({"schema_version": 1, "tracks": rows}, indent=2) + "\n", encoding="utf-8")
 
 
+def pin_record_signers(key: bytes, path: Path | None = None) -> list[str]:
+    """Pin the record signer of `key` on every draw it opens (draws made before signed records existed);
+    the ids pinned. A draw the key does not open keeps what it has."""
+    from reconbench.core.seal import SealError, record_signer_public
+    from reconbench.core.tracks import get_track
+    from reconbench.image.sealed import members
+
+    path = path or registry_file()
+    rows = json.loads(path.read_text())["tracks"]
+    pinned = []
+    for row in rows:
+        try:
+            members(get_track(row["id"]), key)
+        except SealError:
+            continue
+        row["seal"]["record_signer"] = record_signer_public(key)
+        pinned.append(row["id"])
+    write_registry(rows, path)
+    return pinned
+
+
 def main(argv: list[str]) -> int:
     from reconbench.core.seal import SealError, read_key
     from reconbench.image.models.fashion_registry import with_near_copy
 
-    args, key_path, draws, groups = iter(argv), None, DRAWS, []
+    args, key_path, draws, groups, pin = iter(argv), None, DRAWS, [], False
     for arg in args:
-        if arg == "--seal-key":
+        if arg == "--pin-signers":
+            pin = True
+        elif arg == "--seal-key":
             key_path = next(args, None)
         elif arg == "--draws":
             draws = int(next(args, "0"))
@@ -206,6 +234,10 @@ def main(argv: list[str]) -> int:
     except SealError as exc:
         print(exc, file=sys.stderr)
         return 2
+    if pin:
+        pinned = pin_record_signers(key)
+        print(f"record signer pinned on {len(pinned)} draws", file=sys.stderr)
+        return 0 if pinned else 1
     out = Path(str(resources.files("reconbench") / "data"))
     rows = []
     for group in groups or list(SEALED):

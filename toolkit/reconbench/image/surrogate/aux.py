@@ -20,8 +20,9 @@ from reconbench.image.models.training import TrainConfig, train_classifier
 
 
 class AuxOptions(AttackOptions):
-    epochs: int = Field(60, ge=1, description="training epochs (the track's public recipe, TrainConfig)")
-    batch_size: int = Field(64, ge=1, description="idem")
+    # trained in the evaluator's own process from a re-run entry's recorded values: bounded (dfme.py)
+    epochs: int = Field(60, ge=1, le=1000, description="training epochs (the track's public recipe, TrainConfig)")
+    batch_size: int = Field(64, ge=1, le=4096, description="idem")
     lr: float = Field(1e-3, gt=0, description="Adam lr (idem)")
 
 

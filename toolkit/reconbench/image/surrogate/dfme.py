@@ -30,6 +30,8 @@ than run silently smaller; the SoK-grid tracks allow 20M, which admits both pape
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import torch
 from pydantic import Field
 from torch import nn
@@ -110,9 +112,16 @@ def estimate_gradient(query: QueryFunction, student: nn.Module, x_pre: torch.Ten
     return grad, loss[:, -1].mean()
 
 
+# The surrogate is stolen in the evaluator's own process, outside the sandbox and its limits, and a re-run
+# takes an entry's recorded (signed, so the contributor's) configuration: the options that size its
+# memory have a ceiling, 16 times the paper's values (by the layers' shapes, nz=10**7 alone makes a
+# 5 GB first layer on an 8x8 track and 10 GB of noise a batch).
+MAX_WIDTH, MAX_BATCH = 4096, 4096
+
+
 class DFMEOptions(AttackOptions):
     query_budget: int = Field(1_000_000, ge=1, description="queries to spend (2M on SVHN, 20M on CIFAR-10 in the paper); at most the track's query budget")
-    batch_size: int = Field(256, ge=2, description="train.py --batch_size")
+    batch_size: int = Field(256, ge=2, le=MAX_BATCH, description="train.py --batch_size")
     g_iter: int = Field(1, ge=1, description="generator steps per iteration (train.py --g_iter)")
     d_iter: int = Field(5, ge=1, description="student steps per iteration (train.py --d_iter)")
     grad_m: int = Field(1, ge=1, description="random directions per forward-difference estimate (--grad_m)")
@@ -120,8 +129,8 @@ class DFMEOptions(AttackOptions):
     lr_S: float = Field(0.1, gt=0, description="student SGD lr, momentum 0.9 (--lr_S)")
     lr_G: float = Field(1e-4, gt=0, description="generator Adam lr (--lr_G in run_cifar_dfme.sh)")
     weight_decay: float = Field(5e-4, ge=0, description="student weight decay (--weight_decay)")
-    nz: int = Field(256, ge=1, description="generator noise size (--nz)")
-    ngf: PositiveInt | Auto = Field("auto", description="generator width: GeneratorA's 64 (32x32 images); auto = 16 on the 8x8 tracks")
+    nz: int = Field(256, ge=1, le=MAX_WIDTH, description="generator noise size (--nz)")
+    ngf: Annotated[PositiveInt, Field(le=MAX_WIDTH // 4)] | Auto = Field("auto", description="generator width: GeneratorA's 64 (32x32 images); auto = 16 on the 8x8 tracks")
     lr_steps: str = Field(LR_STEPS, pattern=r"^\s*[0-9.]+(\s+[0-9.]+)*\s*$",
                           description="fractions of training where both lrs drop x0.3 (--steps: 0.1 0.3 0.5; SVHN script: 0.5 0.8)")
 

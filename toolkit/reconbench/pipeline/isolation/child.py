@@ -178,6 +178,11 @@ def serve(conn: Connection) -> None:
     if ":" in start["spec"]:  # a bring-your-own attack may import the modules beside it
         sys.path.insert(0, os.path.dirname(os.path.abspath(start["spec"].rsplit(":", 1)[0])))
     cls = load_attack(start["spec"])
+    if start.get("describe"):  # `recon-submit attacks file.py:Class`: the class described, nothing run
+        from reconbench.core.attack_options import details
+
+        protocol.send(conn, {"op": "described", "details": details(cls)})
+        return
     attack = cls(budget=start["budget"], **start["config"])
     meta = {"name": cls.name, "paper": cls.paper, "family": cls.family, "scenarios": list(cls.scenarios),
             "version": cls.version, "code": cls.code_reference()}
@@ -214,8 +219,8 @@ def main() -> None:
         try:
             protocol.send(conn, {"op": "error", "type": type(exc).__name__, "message": protocol.text(str(exc)),
                                  "limit": _limit_hit(exc),
-                                 "where": _where(exc), "line": protocol.text(describe(exc)),
-                                 "traceback": protocol.text("".join(traceback.format_exception(exc)), 20000)})
+                                 "where": _where(exc), "line": protocol.text(describe(exc).split("\n", 1)[0]),
+                                 "traceback": protocol.text("".join(traceback.format_exception(exc)), 20000, lines=True)})
         except Exception:
             pass
         sys.exit(1)

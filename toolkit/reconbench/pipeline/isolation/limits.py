@@ -89,15 +89,25 @@ def for_budget(budget: str, overrides: dict[str, str] | None = None) -> Limits:
     return base.raised(overrides) if overrides else base
 
 
+# The most a re-run takes from an entry's recorded limits: provenance.limits is the entry's own signed
+# claim, so without a ceiling a forged "memory=999TiB pids=999999999 ..." would lift every limit on the
+# reproducer's machine. Four times the paper preset's; an entry that records more is not re-run.
+RERUN_CEILING = Limits(memory=128 * GiB, pids=16384, cpu=384 * 3600, wall=192 * 3600, tmp=32 * GiB, shm=8 * GiB)
+
+
 def recorded_overrides(budget: str, recorded: str | None) -> dict[str, str] | None:
     """The raised limits a result records (provenance.limits), as overrides for its re-run: only the
-    values above the budget's current defaults (a re-run never gets less than a fresh run)."""
+    values above the budget's current defaults (a re-run never gets less than a fresh run). LimitError
+    for a value above RERUN_CEILING."""
     if not recorded:
         return None
     base = BUDGET_LIMITS.get(budget, BUDGET_LIMITS["default"])
     out = {}
     for name, text in parse_overrides(recorded.split()).items():
         if name in asdict(base) and _parse(name, text) > getattr(base, name):
+            if _parse(name, text) > getattr(RERUN_CEILING, name):
+                raise LimitError(f"{name}={text} is above the {describe(name, getattr(RERUN_CEILING, name))} a re-run "
+                                 "takes from an entry")
             out[name] = text
     return out or None
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import json
 import os
 import pickle
@@ -21,6 +22,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -31,6 +33,8 @@ import numpy as np
 import torch
 
 from reconbench.image.attacks.base import AttackError, Progress
+from reconbench.image.attacks.checks import check_declaration
+from reconbench.core import untrusted
 from reconbench.core.attack_source import attack_source, copy_source
 from reconbench.pipeline.isolation import limits as run_limits
 from reconbench.pipeline.isolation import protocol, sandbox, seccomp
@@ -41,6 +45,10 @@ from reconbench.core.queries import (KnowledgeError, LinkedQueryFunction, QueryB
                                      check_query_shape)
 
 MAX_BARS = 32  # progress bars one attack may have open at once
+# Progress bars drawn in one run (registered attacks start one or two); later ones are followed but not
+# drawn: each drawn bar writes lines to the evaluator's log and is held until the run ends, so an
+# attack starting and ending bars at the allowed message rate would grow both for as long as it runs.
+MAX_BARS_SHOWN = 256
 # Progress messages: a bucket of PROGRESS_BURST, refilled at PROGRESS_RATE a second (the attack's
 # process sends at most 10 advances a second per bar, plus a start and an end per bar).
 PROGRESS_RATE, PROGRESS_BURST = 200, 2000
@@ -175,16 +183,18 @@ def _child_error(header: dict, name: str, source_root: Path | None = None,
                  limits: run_limits.Limits | None = None) -> BaseException:
     """The one-line error for the attack process's report; its traceback rides along as the cause.
     Paths inside the sandbox's attack folder are shown as the user's own files (source_root)."""
+    # A "KeyboardInterrupt" is the attack's own report (SIGINT is blocked in its process: sigint_blocked):
+    # an AttackError like any other, never an interrupt of this process (which would stop a whole sweep).
     kind = protocol.text(header.get("type"), 100)
-    if kind == "KeyboardInterrupt":  # SIGINT sent to the attack's process alone; report it as the CLI does
-        return KeyboardInterrupt()
     hit = header.get("limit")  # the child's own diagnosis of its failure: out of memory, a full tmpfs
     if limits is not None and hit in ("memory", "tmp", "shm"):
         exc = AttackError(f"attack '{name}': " + run_limits.line(hit, limits, protocol.text(header.get("message"), 160)))
-        exc.__cause__ = RemoteTraceback(protocol.text(header.get("traceback", ""), 20000))
+        exc.__cause__ = RemoteTraceback(protocol.text(header.get("traceback", ""), 20000, lines=True))
         return exc
-    line = protocol.text(header.get("line") or f"the attack '{name}' failed: {kind}: {protocol.text(header.get('message'))}")
-    trace = protocol.text(header.get("traceback", ""), 20000)
+    line = header.get("line") or f"the attack '{name}' failed: {kind}: {protocol.text(header.get('message'))}"
+    # one line: the message's first (the rest is in the traceback, --debug), every control character escaped
+    line = protocol.text(line.strip().split("\n", 1)[0] if isinstance(line, str) else line)
+    trace = protocol.text(header.get("traceback", ""), 20000, lines=True)
     if source_root is not None:
         line, trace = (text.replace(f"{sandbox.ATTACK_ROOT}/", f"{source_root}{os.sep}") for text in (line, trace))
     exc = CHILD_ERRORS.get(kind, AttackError)(line)
@@ -194,16 +204,68 @@ def _child_error(header: dict, name: str, source_root: Path | None = None,
 
 def _declared(info: dict, spec: str) -> AttackMeta:
     """The attack's declaration as its process reported it: untrusted data, so every field is
-    checked for type and length (the schema and the registry check the values later)."""
+    checked for type and length, free text for control characters, and name, family, paper and cells
+    by the same rules as an attack class loaded here (a process may report what its class does not
+    declare: a built-in attack's name, a name that is no slug)."""
     fields = {"name": 80, "paper": 2000, "family": 40, "version": 40, "code": 400}
     scenarios = info.get("scenarios")
-    if (not all(isinstance(info.get(k), str) and len(info[k]) <= n for k, n in fields.items())
+    where = f"attack '{protocol.text(spec, 200)}'"
+    if (not all(isinstance(info.get(k), str) and len(info[k]) <= n and untrusted.line(info[k]) == info[k]
+                for k, n in fields.items())
             or not isinstance(scenarios, list) or not 0 < len(scenarios) <= 18
             or not all(isinstance(c, str) and len(c) <= 40 for c in scenarios)):
-        raise AttackError(f"attack '{protocol.text(spec, 200)}': its process sent an invalid declaration "
-                          f"(strings of bounded length for {', '.join(fields)}; 1 to 18 scenarios)")
+        raise AttackError(f"{where}: its process sent an invalid declaration (strings of bounded length without "
+                          f"control characters for {', '.join(fields)}; 1 to 18 scenarios)")
+    from reconbench.core.catalogue import BY_NAME
+
+    check_declaration(info["name"], info["family"], info["paper"], scenarios, f"{where}: its process declared",
+                      BY_NAME[spec].target if spec in BY_NAME else None)
     return AttackMeta(name=info["name"], paper=info["paper"], family=info["family"], scenarios=tuple(scenarios),
                       version=info["version"], code=info["code"])
+
+
+@functools.cache
+def _config_rule():
+    """The rule of a result's attack.config (reconbench.core.envelope.AttackInfo), as a validator."""
+    from typing import Annotated
+
+    from pydantic import TypeAdapter
+
+    from reconbench.core.envelope import AttackInfo
+
+    field = AttackInfo.model_fields["config"]
+    return TypeAdapter(Annotated[field.annotation, *field.metadata])
+
+
+def _reported_config(config: object, name: str) -> dict:
+    """The configuration an attack's process reported (with 'ready' and with its result): refused
+    here, in one line, if the signed result could not record it; not after the scoring, as a
+    schema's dump of errors."""
+    from pydantic import ValidationError
+
+    try:
+        _config_rule().validate_python(config)
+    except ValidationError as exc:
+        loc = exc.errors()[0]["loc"]
+        where = f" (option {untrusted.line(repr(loc[0]))[:100]})" if loc else ""
+        raise AttackError(f"attack '{name}': its process reported a configuration that a result cannot record{where}: "
+                          "at most 200 options, names up to 80 characters, each value a number, a string of up to "
+                          "2000 characters, true, false or null") from None
+    return dict(config)  # type: ignore[call-overload]
+
+
+def _options(config: dict, spec: str) -> dict:
+    """The options the evaluator hands the attack's process (`--set`, an entry's signed config): each
+    must cross the protocol, which the attack's process reads as strictly as the evaluator does; refused
+    here, naming the option (it was the attack's process's protocol error, reported as a bug)."""
+    for key, value in config.items():
+        try:
+            protocol.loads(json.dumps({key: value}))
+        except (ValueError, TypeError) as exc:
+            raise AttackError(f"attack '{protocol.text(spec, 200)}': option {untrusted.line(key)[:80]}="
+                              f"{untrusted.line(repr(value))[:80]} cannot be passed to its process ({exc}): numbers "
+                              "must be finite and integers within 64 bits") from None
+    return config  # its types: the attack's own options (its process says which it expects; 'ready' is checked)
 
 
 class AttackProcess:
@@ -214,10 +276,11 @@ class AttackProcess:
     will run (a CUDA run gets the GPU's device nodes inside the sandbox)."""
 
     def __init__(self, spec: str, config: dict[str, Any], budget: str = "default", *, device: str | torch.device = "cpu",
-                 limits: run_limits.Limits | None = None):
+                 limits: run_limits.Limits | None = None, describe: bool = False):
         self.spec = spec
+        self.describe = describe  # only describe the attack class (`described`), run nothing
         self.limits = limits or run_limits.for_budget(budget)  # recorded as provenance.limits
-        self.config = dict(config)
+        self.config = _options(dict(config), spec)
         self.budget = budget
         self.device = torch.device(device)
         self.facts: dict[str, Any] = {}  # what the attack reported about its run (checked by the result schema)
@@ -236,8 +299,11 @@ class AttackProcess:
         self._cgroup: run_limits.Cgroup | None = None
         self._monitor: run_limits.Monitor | None = None
         self._tokens, self._refilled = float(PROGRESS_BURST), time.monotonic()
+        self._bars_shown = 0
         self._result_bytes = 0  # the most array bytes a result may hold (set by run())
-        self._checked = 0.0  # when the limits were last checked
+        self._hit: run_limits.LimitExceeded | None = None  # the limit the watch found hit (it then ended the tree)
+        self._stop = threading.Event()  # set: the watch stops
+        self._watch: threading.Thread | None = None
 
     def __enter__(self) -> AttackProcess:
         try:
@@ -281,13 +347,25 @@ class AttackProcess:
             os.close(out_w)
         self._cgroup.verify(self._proc.pid)
         self._monitor = run_limits.Monitor(self.limits, self._proc.pid, self._cgroup)
+        self._watch = threading.Thread(target=self._watch_limits, name="attack-limits", daemon=True)
+        self._watch.start()
         self._conn = Connection(ours.detach())
-        try:
-            protocol.send(self._conn, {"op": "start", "spec": spec, "config": self.config, "budget": self.budget,
-                                       "threads": torch.get_num_threads()})
-        except ConnectionError:  # it ended already (e.g. its sandbox could not be set up)
-            raise self._gone() from None
+        # (an error here: it ended already, e.g. its sandbox could not be set up)
+        self._send({"op": "start", "spec": spec, "config": self.config, "budget": self.budget,
+                    "threads": torch.get_num_threads(), "describe": self.describe})
         return self
+
+    def _send(self, header: dict, *arrays: np.ndarray, raw: bytes | None = None) -> None:
+        """One message to the attack's process (or `raw` bytes: the view). If it is gone, or the watch
+        ended it while this waited for the process to read, the error says how it ended."""
+        assert self._conn is not None
+        try:
+            if raw is not None:
+                self._conn.send_bytes(raw)
+            else:
+                protocol.send(self._conn, header, *arrays)
+        except OSError:  # a broken pipe, a reset connection
+            raise self._gone() from None
 
     def _limit_child(self) -> None:
         """Between fork and exec of the attack's first process: its cgroup and per-process limits."""
@@ -360,23 +438,46 @@ class AttackProcess:
             return (self._proc.stderr.read(65536) or b"").decode("utf-8", "replace")
         return ""
 
+    def _watch_limits(self) -> None:
+        """The limits, checked on a thread of their own every CHECK_EVERY_S, whatever this process is
+        doing meanwhile: waiting for a message, reading one the attack sends a byte a minute, sending an
+        answer the attack never reads. A limit hit ends the attack's tree, which ends that wait (end of
+        file, a broken pipe); the error then names the limit (_gone)."""
+        assert self._monitor is not None
+        while not self._stop.wait(CHECK_EVERY_S) and not self._returned:
+            try:
+                self._monitor.check()
+            except run_limits.LimitExceeded as exc:
+                self._hit = exc
+                self._end_tree()
+                return
+
+    def _end_tree(self) -> None:
+        """Kill the attack's process tree: bubblewrap (its init dies with it, --die-with-parent, and with it
+        every process inside); without a sandbox, each process the attack's process started."""
+        assert self._proc is not None
+        # No sandbox: what the attack's process started goes with it (listed before it dies: then they are
+        # orphans, which only the cgroup, where there is one, still holds).
+        started = run_limits.tree(self._proc.pid)[1:] if self._init_pidfd is None else []
+        if self._proc.poll() is None:
+            self._proc.kill()
+        for pid in started:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        if self._cgroup is not None:
+            self._cgroup.kill_all()
+
     def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._watch is not None:
+            self._watch.join()
         if self._conn is not None:
             self._conn.close()
         if self._proc is not None:
             if self._returned:  # a result came back: its process is exiting; let it (and bubblewrap) end in order
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     self._proc.wait(timeout=EXIT_GRACE_S)
-            # No sandbox: what the attack's process started goes with it (listed before it dies: then
-            # they are orphans, which only the cgroup, where there is one, still holds).
-            started = run_limits.tree(self._proc.pid)[1:] if self._init_pidfd is None else []
-            if self._proc.poll() is None:
-                self._proc.kill()  # bubblewrap: its init dies with it (--die-with-parent), and with it every process inside
-            for pid in started:
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
-            if self._cgroup is not None:
-                self._cgroup.kill_all()
+            self._end_tree()
             self._proc.wait()
             if self._proc.stderr is not None:
                 self._proc.stderr.close()
@@ -398,9 +499,10 @@ class AttackProcess:
     def _gone(self) -> BaseException:
         """The error for an attack process that ended without a result (or a sandbox that never started)."""
         assert self._proc is not None
-        code = self._proc.wait()
-        if code in (-signal.SIGINT, 128 + signal.SIGINT):  # interrupted (e.g. `kill -INT` on it): the CLI's line
-            return KeyboardInterrupt()
+        # A process that closed its end of the channel may live on: the watch ends it at a limit.
+        code = self._proc.wait()  # 130 or -SIGINT too: the attack's doing (a Ctrl-C interrupts this process itself)
+        if self._hit is not None:  # the watch ended the tree
+            return AttackError(f"attack '{self._name()}': {self._hit}")
         if self._monitor is not None:
             exit_code = self._status_record("exit-code", timeout=1) if self._status is not None else code
             killed = -exit_code if isinstance(exit_code, int) and exit_code < 0 else (
@@ -418,28 +520,24 @@ class AttackProcess:
                            + (f": {said}" if said else ""))
 
     def _name(self) -> str:
-        return self._meta.name if self._meta else self.spec
+        # before its declaration: the spec, whose class name may come from an entry's signed payload (reproduce)
+        return self._meta.name if self._meta else protocol.text(self.spec, 200)
 
     def _recv(self) -> tuple[dict, list[np.ndarray]]:
         assert self._conn is not None and self._proc is not None
         try:
-            if self._monitor is not None and time.monotonic() - self._checked >= CHECK_EVERY_S:
-                self._checked = time.monotonic()  # also between messages: a stream of queries cannot outrun it
-                self._monitor.check()
             while not self._conn.poll(CHECK_EVERY_S):
-                if self._proc.poll() is not None and not self._conn.poll(0):
+                if self._hit is not None or self._proc.poll() is not None and not self._conn.poll(0):
                     raise EOFError
-                if self._monitor is not None:
-                    self._checked = time.monotonic()
-                    self._monitor.check()
+            if self._hit is not None:  # a stream of messages cannot outrun the watch
+                raise EOFError
             header, arrays = protocol.recv(self._conn, 0, limits={"query": protocol.QUERY_BATCH_BYTES,
                                                                   "result": self._result_bytes})
         except (EOFError, ConnectionError):
             raise self._gone() from None
-        except protocol.ProtocolError as exc:
-            raise AttackError(f"attack '{self._name()}': its process broke the protocol: {exc}") from None
-        except run_limits.LimitExceeded as exc:  # __exit__ ends the tree
-            raise AttackError(f"attack '{self._name()}': {exc}") from None
+        except protocol.ProtocolError as exc:  # a message cut short because the watch ended the tree: the limit
+            raise (self._gone() if self._hit is not None else
+                   AttackError(f"attack '{self._name()}': its process broke the protocol: {exc}")) from None
         if header["op"] == "error":
             raise _child_error(header, self._name(), self._source_root, self.limits)
         return header, arrays
@@ -450,9 +548,9 @@ class AttackProcess:
             header, _ = self._recv()
             info = header.get("attack")
             if header["op"] != "ready" or not isinstance(info, dict) or not isinstance(header.get("config"), dict):
-                raise AttackError(f"attack '{self.spec}': its process broke the protocol (expected 'ready')")
+                raise AttackError(f"attack '{self._name()}': its process broke the protocol (expected 'ready')")
             self._meta = _declared(info, self.spec)
-            self.config = header["config"]
+            self.config = _reported_config(header["config"], self._meta.name)
         return self._meta
 
     def run(self, knowledge: Knowledge, *, seed: int, progress: Progress) -> tuple[np.ndarray, np.ndarray]:
@@ -461,7 +559,7 @@ class AttackProcess:
         assert self._conn is not None
         n, shape = knowledge.target_size, tuple(knowledge.input_shape)
         self._result_bytes = n * int(np.prod(shape)) * 4 + n * 8  # images (float32) and labels (int64)
-        self._conn.send_bytes(pickle.dumps(_view(knowledge, seed)))
+        self._send({}, raw=pickle.dumps(_view(knowledge, seed)))
         remote = _remote_queries(knowledge)
         with contextlib.ExitStack() as bars_stack:
             bars: dict[int, tuple[contextlib.ExitStack, Any]] = {}
@@ -474,7 +572,7 @@ class AttackProcess:
                     self._progress(progress, bars, bars_stack, header)
                 elif (op == "result" and len(arrays) == 2 and isinstance(header.get("config"), dict)
                       and arrays[0].dtype == np.float32 and arrays[1].dtype == np.int64):
-                    self.config = header["config"]
+                    self.config = _reported_config(header["config"], self._name())
                     facts = header.get("facts") or {}
                     if not (isinstance(facts, dict) and len(facts) <= 32 and all(
                             isinstance(k, str) and len(k) <= 80 and (v is None or isinstance(v, (bool, int, float)) or
@@ -491,19 +589,19 @@ class AttackProcess:
     def _answer(self, remote: dict[str, QueryFunction], header: dict, arrays: list[np.ndarray], shape) -> None:
         assert self._conn is not None
         view = header.get("view")
-        if view not in remote or len(arrays) != 1 or arrays[0].dtype != np.float32:
-            protocol.send(self._conn, {"op": "refused", "kind": "access",
-                                       "message": f"scenario gives no black-box query function '{protocol.text(view, 40)}'"})
+        if not isinstance(view, str) or view not in remote or len(arrays) != 1 or arrays[0].dtype != np.float32:
+            self._send({"op": "refused", "kind": "access",
+                        "message": f"scenario gives no black-box query function '{protocol.text(view, 40)}'"})
             return
         try:
             probs = _answer_in_chunks(remote[view], arrays[0])
         except QueryBudgetExceeded as exc:
-            protocol.send(self._conn, {"op": "refused", "kind": "budget", "message": str(exc)})
+            self._send({"op": "refused", "kind": "budget", "message": str(exc)})
             return
         except ValueError as exc:
-            protocol.send(self._conn, {"op": "refused", "kind": "shape", "message": str(exc)})
+            self._send({"op": "refused", "kind": "shape", "message": str(exc)})
             return
-        protocol.send(self._conn, {"op": "probs", "queries": remote[view].queries}, probs)
+        self._send({"op": "probs", "queries": remote[view].queries}, probs)
 
     def _progress(self, progress: Progress, bars: dict, stack: contextlib.ExitStack, header: dict) -> None:
         now = time.monotonic()
@@ -520,7 +618,10 @@ class AttackProcess:
                 and event == "start"):
             raise AttackError(f"attack '{self._name()}': its process broke the protocol: bad progress message "
                               f"({protocol.text(json.dumps(header, default=str), 160)})")
-        if event == "start":
+        if event == "start" and self._bars_shown >= MAX_BARS_SHOWN:
+            bars[ident] = (contextlib.ExitStack(), lambda steps: None)
+        elif event == "start":
+            self._bars_shown += 1
             bar = contextlib.ExitStack()
             advance = bar.enter_context(progress.task(protocol.text(header.get("description"), 120), total))
             bars[ident] = (stack.enter_context(bar), advance)
@@ -528,6 +629,35 @@ class AttackProcess:
             bars[ident][1](steps)
         else:
             bars.pop(ident)[0].close()
+
+
+def described(spec: str) -> dict:
+    """What `recon-submit attacks file.py:Class` prints, as the attack's own process reports it from the
+    sandbox (nothing of the file runs here): every string inert, the shape checked."""
+    with AttackProcess(spec, {}, describe=True) as process:
+        header, _ = process._recv()
+    info = _inert(header.get("details")) if header["op"] == "described" else None
+    scalar = (str, int, float, bool, type(None))
+    if not (isinstance(info, dict) and all(isinstance(info.get(k), str) for k in ("name", "paper", "family", "variant"))
+            and isinstance(info.get("scenarios"), list) and all(isinstance(c, str) for c in info["scenarios"])
+            and isinstance(info.get("options"), list) and all(
+                isinstance(o, dict) and all(isinstance(o.get(k), str) for k in ("name", "type", "description"))
+                and isinstance(o.get("default"), scalar) for o in info["options"])
+            and isinstance(info.get("presets"), dict) and all(
+                isinstance(v, dict) and all(isinstance(x, scalar) for x in v.values()) for v in info["presets"].values())):
+        raise AttackError(f"attack '{protocol.text(spec, 200)}': its process broke the protocol (expected its description)")
+    return info
+
+
+def _inert(value: Any) -> Any:
+    """A JSON value from the attack's process with every string (keys too) inert and capped."""
+    if isinstance(value, str):
+        return protocol.text(value, 2000)
+    if isinstance(value, list):
+        return [_inert(v) for v in value]
+    if isinstance(value, dict):
+        return {protocol.text(k, 200): _inert(v) for k, v in value.items()}
+    return value
 
 
 def _answer_in_chunks(query: QueryFunction, images: np.ndarray) -> np.ndarray:

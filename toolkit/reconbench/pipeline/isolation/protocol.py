@@ -14,6 +14,8 @@ from multiprocessing.connection import Connection
 
 import numpy as np
 
+from reconbench.core import untrusted
+
 MAX_HEADER_BYTES = 64 * 1024
 MAX_ARRAY_BYTES = 1 << 30  # one query batch or the reconstructions: far above any track's need
 MAX_ARRAYS = 2  # a result: images and labels; a query: one batch
@@ -70,6 +72,12 @@ def _depth(value, limit: int) -> bool:
     return False
 
 
+def loads(data: bytes | str):
+    """A header's JSON as this protocol reads it: no NaN/Infinity, finite numbers, 64-bit integers
+    (ValueError otherwise)."""
+    return json.loads(data, parse_constant=_no_constant, parse_float=_float, parse_int=_int)
+
+
 def recv(conn: Connection, max_array_bytes: int = MAX_ARRAY_BYTES, max_arrays: int = MAX_ARRAYS,
          limits: dict[str, int] | None = None) -> tuple[dict, list[np.ndarray]]:
     """One message: (header, arrays). Raises ProtocolError on anything malformed.
@@ -79,8 +87,7 @@ def recv(conn: Connection, max_array_bytes: int = MAX_ARRAY_BYTES, max_arrays: i
     array's dtype, shape and size (and all of them together) before its bytes are taken.
     `limits`: the most array bytes per message, by op (an op not in it: `max_array_bytes`)."""
     try:
-        header = json.loads(conn.recv_bytes(MAX_HEADER_BYTES), parse_constant=_no_constant, parse_float=_float,
-                            parse_int=_int)
+        header = loads(conn.recv_bytes(MAX_HEADER_BYTES))
     except ConnectionError:  # the other side is gone: the caller reports how its process ended
         raise
     except (OSError, ValueError, UnicodeDecodeError, RecursionError) as exc:  # over-long, not JSON, nested too deep
@@ -105,7 +112,8 @@ def recv(conn: Connection, max_array_bytes: int = MAX_ARRAY_BYTES, max_arrays: i
         size = math.prod(shape) * np.dtype(dtype).itemsize
         total += size
         if size > max_array_bytes or total > max_array_bytes:
-            raise ProtocolError(f"array of {size} bytes declared, over the {max_array_bytes}-byte limit")
+            raise ProtocolError(f"{'array' if size == total else 'arrays'} of {total} bytes declared, over the "
+                                f"{max_array_bytes}-byte limit")
         specs.append((dtype, shape, size))
     arrays = []
     for dtype, shape, size in specs:
@@ -119,7 +127,10 @@ def recv(conn: Connection, max_array_bytes: int = MAX_ARRAY_BYTES, max_arrays: i
     return header, arrays
 
 
-def text(value: object, limit: int = 2000) -> str:
-    """A string field from the other side, capped (error messages, progress descriptions)."""
+def text(value: object, limit: int = 2000, *, lines: bool = False) -> str:
+    """A string field from the other side (error messages, progress descriptions), made inert for a
+    terminal and a CI log (reconbench.core.untrusted: control characters escaped, no workflow
+    command) and capped: one line, or several where `lines` (a traceback)."""
     s = value if isinstance(value, str) else repr(value)
+    s = untrusted.lines(s[: limit * 8]) if lines else untrusted.line(s[: limit * 8])
     return s if len(s) <= limit else s[: limit - 1] + "…"

@@ -29,6 +29,7 @@ from reconbench.image.knowledge import KnowledgeError, check_attack_fits
 from reconbench.core.moved import canonical_code
 from reconbench.core.scenario import Scenario
 from reconbench.submissions.checks.base import Check, CheckFailed, Context
+from reconbench.submissions.claims import command_problems, config_problems, queries_problems
 from reconbench.core.tracks import TrackError, get_track
 
 USER_CODE = re.compile(r"[\w.-]+\.py:[A-Za-z_]\w*")
@@ -93,6 +94,9 @@ def _attack_problem(ctx: Context, scenario: Scenario, track) -> str | None:
         return registered_with_source(attack, cls)
     if attack.family != cls.family:
         return f"attack '{attack.name}' is of family '{cls.family}', the entry says '{attack.family}'"
+    claimed = config_problems(attack, cls, ctx.result.payload.provenance.command)
+    if claimed:
+        return claimed[0] + (f" (and {len(claimed) - 1} more)" if len(claimed) > 1 else "")
     if surrogate is not None:  # a white-box attack run on a model stolen through the black-box cell
         problem = _surrogate_problem(track, surrogate)
         if problem:
@@ -140,14 +144,14 @@ def check(ctx: Context) -> list[Check]:
                         "(the SoK's size rule: exactly one reconstruction per target)")
     if tuple(info.shape) != tuple(track.input_shape):
         problems.append(f"reconstructions.shape is {list(info.shape)}, the track's images are {list(track.input_shape)}")
-    spent = [("provenance.queries", payload.provenance.queries),
-             ("surrogate.queries", payload.surrogate.queries if payload.surrogate else None)]
-    for field, queries in spent:  # the track's budget (registry query_budget) held every run of the track
-        if queries is not None and queries > track.query_budget:
-            problems.append(f"{field} is {queries:,}, more than track '{track.id}' allows ({track.query_budget:,}, its query budget)")
+    stolen = payload.surrogate.queries if payload.surrogate else None  # the track's budget held its stealing too
+    if stolen is not None and stolen > track.query_budget:
+        problems.append(f"surrogate.queries is {stolen:,}, more than track '{track.id}' allows ({track.query_budget:,}, its query budget)")
     attack_problem = _attack_problem(ctx, scenario, track)
     if attack_problem:
         problems.append(attack_problem)
+    # the track's budget (registry query_budget) held every run; the command, budget and seed tell one story
+    problems += queries_problems(payload, track.query_budget) + command_problems(payload)  # (submissions/claims.py)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise CheckFailed(problems[0] + more, problems)

@@ -16,7 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reconbench.core.labels import labels_wrong
+from reconbench.core.membership import PERMUTATIONS, SEED
 from reconbench.image.metrics import MetricResult, score
+from reconbench.image.metrics.weights import NEEDS_WEIGHTS
 from reconbench.submissions.checks.base import Check, Context
 from reconbench.core.hub import HubError
 from reconbench.core.io import FileFormatError
@@ -90,7 +92,10 @@ def _labels_text(wrong) -> str:
     return wrong.text() + ("" if wrong.worst is None else f" (scored {wrong.worst:g})")
 
 
-def compare(name: str, claimed: MetricResult | None, actual: MetricResult, n_targets: int, n_rec: int = 0) -> Check:
+def compare(name: str, claimed: MetricResult | None, actual: MetricResult, n_targets: int, n_rec: int = 0,
+            always: bool = False) -> Check:
+    """always: evaluate computes this metric for every result (it needs no downloaded weights), so a
+    result that leaves it out, or says it was not computed, hides a number the board would show."""
     check_name = f"rescore.{name}"
     claimed_on = claimed is not None and claimed.status == "computed"
     if actual.status != "computed":
@@ -98,6 +103,10 @@ def compare(name: str, claimed: MetricResult | None, actual: MetricResult, n_tar
         if claimed_on:
             return Check(check_name, "not-run", f"claimed {_fmt(claimed)}; not re-scored here ({why}): unverified")
         return Check(check_name, "not-run", f"not claimed and not computable here ({why})")
+    if not claimed_on and always:
+        said = "left out" if claimed is None else f"claimed as {claimed.status}"
+        return Check(check_name, "fail", f"{said}, but {name} needs no downloaded weights: evaluate computes it for "
+                                         f"every result; re-scored here: {_fmt(actual)}")
     if not claimed_on:
         return Check(check_name, "pass", f"not claimed by the entry; re-scored here: {_fmt(actual)}")
     tol = TOLERANCES.get(name, Tolerance(abs=1e-6)).for_count(n_rec)
@@ -134,7 +143,8 @@ def check(ctx: Context) -> list[Check]:
                    track=ctx.track, holdout_images=None if holdout is None else holdout.images,
                    holdout_labels=None if holdout is None else holdout.labels)
     claimed = ctx.result.payload.metrics
-    checks = [compare(name, claimed.get(name), actual, len(target), len(ctx.labels)) for name, actual in report.metrics.items()]
+    checks = [compare(name, claimed.get(name), actual, len(target), len(ctx.labels), always=name not in NEEDS_WEIGHTS)
+              for name, actual in report.metrics.items()]
     checks = retired_classifier(ctx, claimed, checks, target)
     if holdout is not None:
         checks += membership_checks(ctx, holdout.sha256, report.membership, len(ctx.labels), report.gaps)
@@ -200,6 +210,11 @@ def membership_checks(ctx: Context, holdout_sha256: str, actual: dict, n_rec: in
     if claimed.holdout_sha256 != holdout_sha256:
         return [Check("rescore.membership", "fail", f"the gap was measured against holdout {claimed.holdout_sha256[:12]}..., "
                                                     f"the registry pins {holdout_sha256[:12]}...")]
+    if (claimed.permutations, claimed.seed) != (PERMUTATIONS, SEED):
+        # the p's are re-scored at the protocol's test: a claim of another one would be shown beside them
+        return [Check("rescore.membership", "fail", f"the gap's test claims {claimed.permutations} permutations from seed "
+                                                    f"{claimed.seed}; the board's test (re-scored here) draws {PERMUTATIONS} "
+                                                    f"from seed {SEED}")]
     checks = []
     for name, got in actual.items():
         checks.append(compare_gap(name, claimed.metrics.get(name), got, n_rec, (raw or {}).get(name)))

@@ -3,13 +3,15 @@
 A result on a sealed track carries no membership gap: its members are drawn from the board's key
 (core/seal.py). This check:
 
-- without the key (a contributor's machine): passes with a note; an entry's sealed.json, if present,
-  is the record CI wrote with the key and is shown as such (re-checked by every keyed validation and,
-  after the season's reveal, by anyone: `recon-submit seal verify`);
+- without the key (a contributor's machine, the site): passes with a note; an entry's sealed.json, if
+  present, counts only under the signature of the draw's record signer pinned in the registry
+  (core/sealed_records.py): a record written or changed by hand fails, rather than being shown as
+  CI's numbers (re-checked by every keyed validation and, after the reveal, by anyone: `seal verify`);
 - with the key (`validate --seal-key PATH`: CI, maintainers): opens the published commitment, fails
   the entry when a reconstruction is an exact copy of a Fashion-MNIST image that is not a member of
   the draw (only data carried into the run gives one), computes the gap and the extraction count,
-  and compares them with sealed.json (a record that differs fails); `write_sealed` writes a missing one.
+  and compares them with sealed.json (a record that differs, or is not signed, fails); `write_sealed`
+  writes a missing one, signed, and signs one whose numbers match but that has no valid signature.
 """
 
 from __future__ import annotations
@@ -53,9 +55,15 @@ def check(ctx: Context) -> list[Check]:
             (seal.group, seal.draw, seal.pool_sha256, seal.commitment):
         raise CheckFailed(f"result.json: track '{ctx.track.id}' is sealed, but the payload's sealed marker does not name "
                           f"its draw, pool and commitment ({seal.group} draw {seal.draw}, commitment {seal.commitment[:12]}…)")
+    from reconbench.core.sealed_records import sign_record, signature_problem, unsigned
+
     recorded = _read_record(ctx)
+    unsigned_why = signature_problem(recorded, seal.record_signer) if recorded is not None else None
     if ctx.seal_key is None:
-        ctx.sealed = recorded
+        if unsigned_why:
+            raise CheckFailed(f"{ctx.entry_dir / SEALED_FILE}: not CI's record: {unsigned_why}; sealed.json is written "
+                              "by a validation with the board's key (validate --seal-key --write-sealed)")
+        ctx.sealed = unsigned(recorded) if recorded is not None else None
         state = "sealed.json holds the numbers CI scored with the key" if recorded else "no sealed record yet"
         return [Check("sealed", "pass", f"sealed track ({seal.group}, draw {seal.draw}): the membership gap and the "
                                         f"extraction count are scored at validation with the board's key; {state}; "
@@ -74,15 +82,18 @@ def check(ctx: Context) -> list[Check]:
                           "verbatim, so these were carried into the run (a smuggled candidate set)")
     fresh = sealed.record(ctx.track, ctx.seal_key, ctx.result.payload.entry_id, _payload_sha256(ctx), ctx.images,
                           ctx.labels, ctx.device)
-    if recorded is not None and not sealed.same_numbers(recorded, fresh):
+    if recorded is not None and not sealed.same_numbers(unsigned(recorded), fresh):
         raise CheckFailed(f"{ctx.entry_dir / SEALED_FILE}: differs from the numbers recomputed with the key")
-    if recorded is None and ctx.write_sealed:
+    if unsigned_why and not ctx.write_sealed:
+        raise CheckFailed(f"{ctx.entry_dir / SEALED_FILE}: the numbers match, but {unsigned_why} (--write-sealed signs it)")
+    write = ctx.write_sealed and (recorded is None or unsigned_why is not None)
+    if write:
         from reconbench.core.io import atomic_path
 
         with atomic_path(ctx.entry_dir / SEALED_FILE) as tmp:
-            tmp.write_text(json.dumps(fresh, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+            tmp.write_text(json.dumps(sign_record(fresh, ctx.seal_key), indent=2, sort_keys=True) + "\n", encoding="utf-8")
     ctx.sealed = fresh
     gap = fresh["membership"]["ssim"]
-    said = "written" if recorded is None and ctx.write_sealed else "matches sealed.json" if recorded else "not recorded"
+    said = ("written" if recorded is None else "signed") if write else "matches sealed.json" if recorded else "not recorded"
     return [Check("sealed", "pass", f"scored with the key: draw {seal.draw} of {seal.group}, SSIM gap "
                                     f"{gap.get('gap')}, p {gap.get('p')}; {own.size} exact member copies; {said}")]

@@ -20,6 +20,8 @@ import stat
 
 from reconbench.core.scenario import Scenario
 from reconbench.submissions.checks.base import Check, CheckFailed, Context, require_signed_sha256
+from reconbench.core.queries import DEFAULT_QUERY_BUDGET
+from reconbench.submissions.claims import command_problems, config_problems, queries_problems
 
 
 def _attack_problem(payload, scenario: Scenario) -> str | None:
@@ -83,6 +85,12 @@ def registry(ctx: Context) -> list[Check]:
     attack_problem = _attack_problem(payload, scenario)
     if attack_problem:
         problems.append(attack_problem)
+    else:  # a registered text attack: its version and configuration are the registry's (submissions/claims.py)
+        from reconbench.text.attacks import TEXT_ATTACKS
+
+        problems += config_problems(payload.attack, TEXT_ATTACKS[payload.attack.name], payload.provenance.command)
+    problems += command_problems(payload)
+    problems += queries_problems(payload, DEFAULT_QUERY_BUDGET)  # what the text harness enforces (text/knowledge.py)
     if problems:
         raise CheckFailed(problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""), problems)
     try:

@@ -1,0 +1,43 @@
+"""core/io's atomic writes: all or nothing, with the modes a plain write gives (the umask's).
+
+tempfile's 0600 files and 0700 folders made registry/sealed.json and every sealed.json a maintainer
+wrote unreadable to anyone else on the machine (a non-root evaluator could not read the registry)."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from reconbench.core.io import atomic_dir, atomic_path
+
+
+@pytest.fixture
+def umask_022():
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
+
+
+def test_a_file_written_atomically_has_the_umask_s_mode_and_a_failed_block_leaves_nothing(tmp_path, umask_022):
+    target = tmp_path / "record.json"
+    with atomic_path(target) as tmp:
+        tmp.write_text("{}")
+    assert target.read_text() == "{}" and stat.S_IMODE(target.stat().st_mode) == 0o644
+    with pytest.raises(RuntimeError), atomic_path(target) as tmp:
+        tmp.write_text("half")
+        raise RuntimeError("interrupted")
+    assert target.read_text() == "{}" and sorted(p.name for p in tmp_path.iterdir()) == ["record.json"]
+
+
+def test_a_folder_made_atomically_has_the_umask_s_mode_and_is_never_overwritten(tmp_path, umask_022):
+    target = tmp_path / "run"
+    with atomic_dir(target) as tmp:
+        (tmp / "result.json").write_text("{}")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o755 and (target / "result.json").is_file()
+    with pytest.raises(FileExistsError, match="already exists"), atomic_dir(target):
+        pass
+    with pytest.raises(RuntimeError), atomic_dir(tmp_path / "other") as tmp:
+        raise RuntimeError("interrupted")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
