@@ -31,6 +31,18 @@ def test_a_file_written_atomically_has_the_umask_s_mode_and_a_failed_block_leave
     assert target.read_text() == "{}" and sorted(p.name for p in tmp_path.iterdir()) == ["record.json"]
 
 
+def test_arrays_saved_atomically_have_the_umask_s_mode(tmp_path, umask_022):
+    """safetensors' save_file replaces the file it is given with a 0600 one: a published
+    reconstructions file was private to its writer."""
+    import numpy as np
+
+    from reconbench.core.io import load_arrays, save_arrays
+
+    target = tmp_path / "reconstructions.safetensors"
+    save_arrays(target, {"images": np.zeros((2, 1, 4, 4), np.float32)})
+    assert stat.S_IMODE(target.stat().st_mode) == 0o644 and load_arrays(target)["images"].shape == (2, 1, 4, 4)
+
+
 def test_a_folder_made_atomically_has_the_umask_s_mode_and_is_never_overwritten(tmp_path, umask_022):
     target = tmp_path / "run"
     with atomic_dir(target) as tmp:

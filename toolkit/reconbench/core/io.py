@@ -7,6 +7,7 @@ import json
 import math
 import os
 import shutil
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -41,8 +42,10 @@ def atomic_path(path: Path) -> Iterator[Path]:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = _beside(path, lambda p: os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)), ".tmp")
+    mode = stat.S_IMODE(os.stat(tmp).st_mode)
     try:
         yield Path(tmp)
+        os.chmod(tmp, mode)  # a writer that replaced the file (safetensors' save_file makes it 0600) gets it back
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
