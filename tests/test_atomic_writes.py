@@ -29,6 +29,11 @@ def test_a_file_written_atomically_has_the_umask_s_mode_and_a_failed_block_leave
         tmp.write_text("half")
         raise RuntimeError("interrupted")
     assert target.read_text() == "{}" and sorted(p.name for p in tmp_path.iterdir()) == ["record.json"]
+    secret = tmp_path / "cache.key"
+    with atomic_path(secret) as tmp:  # a block that makes its file private keeps it private
+        tmp.write_text("k")
+        os.chmod(tmp, 0o600)
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o600
 
 
 def test_arrays_saved_atomically_have_the_umask_s_mode(tmp_path, umask_022):

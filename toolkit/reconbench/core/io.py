@@ -42,10 +42,11 @@ def atomic_path(path: Path) -> Iterator[Path]:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = _beside(path, lambda p: os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)), ".tmp")
-    mode = stat.S_IMODE(os.stat(tmp).st_mode)
+    made = os.stat(tmp)
     try:
         yield Path(tmp)
-        os.chmod(tmp, mode)  # a writer that replaced the file (safetensors' save_file makes it 0600) gets it back
+        if os.stat(tmp).st_ino != made.st_ino:  # a writer replaced the file (safetensors' save_file makes it 0600):
+            os.chmod(tmp, stat.S_IMODE(made.st_mode))  # the mode it was made with; a chmod of the block's own stands
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
