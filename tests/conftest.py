@@ -55,3 +55,10 @@ def browser_type_launch_args(browser_type_launch_args):
     """pytest-playwright launches Debian's Chromium (no browser download; .ci/run installs it)."""
     return {**browser_type_launch_args, "executable_path": "/usr/bin/chromium",
             "args": ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]}
+
+
+def pytest_configure(config):
+    """Every half minute, a line with the run's progress and an ETA (tests/progress_eta.py)."""
+    from progress_eta import register
+
+    register(config)

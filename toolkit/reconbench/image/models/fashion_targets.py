@@ -6,8 +6,12 @@ trains the named files (all by default) into DIR (default: the package's data/fa
 JSON report (sha256, accuracies, seconds); `python -m reconbench.image.models.fashion_registry` then
 rewrites registry/fashion.json from the files in the package. Training runs on one CPU thread with every random draw
 seeded (initialisation included), with the CPU kernels pinned to AVX2 (PINNED_KERNELS: the command
-re-executes itself with them), so a rebuild on the same software writes the same bytes on any x86-64
-machine with AVX2; the registry pins them, so a rebuild that rounds differently shows up as a hash change.
+re-executes itself with them; `--kernels as-is` keeps the caller's). On the machine that made the pinned
+bytes a rebuild writes them again. On another CPU it need not: oneDNN and MKL pick their blocking, and so
+the order of a float sum, from the cache sizes and thread count as well as the instruction set. What a
+rebuild promises everywhere is the model up to float rounding (image/models/fashion_rebuild.py: weights,
+test-split predictions and accuracies within stated bounds), measured in
+benchmarks/bench_rebuild_portability.py and stated in docs/fashion.md.
 
 Targets (data: reconbench.image.data.fashion_splits):
   mcnn-n{100,500,1000}  GMI's MNIST target architecture (models/gmi_mnist.py, width 16) on the
@@ -195,17 +199,23 @@ def _kernel_env() -> dict[str, str]:
     return PINNED_KERNELS if platform.machine().lower() in ("x86_64", "amd64") else {}
 
 
-def rebuild(names: list[str], out_dir: Path) -> dict:
-    """The recipe in a fresh interpreter with the pinned kernels (what `python -m` runs): name -> report."""
-    done = subprocess.run([sys.executable, "-m", "reconbench.image.models.fashion_targets", *names, "--out", str(out_dir)],
-                          env=os.environ | _kernel_env(), capture_output=True, text=True, check=False)
+def rebuild(names: list[str], out_dir: Path, kernels: dict[str, str] | None = None) -> dict:
+    """The recipe in a fresh interpreter: name -> report. With the pinned kernels (what `python -m` runs),
+    or, given `kernels`, with this environment plus those variables and nothing pinned (another kernel
+    setting, for the portability test and benchmark)."""
+    argv, env = [*names, "--out", str(out_dir)], os.environ | _kernel_env()
+    if kernels is not None:
+        argv, env = [*argv, "--kernels", "as-is"], os.environ | kernels
+    done = subprocess.run([sys.executable, "-m", "reconbench.image.models.fashion_targets", *argv],
+                          env=env, capture_output=True, text=True, check=False)
     if done.returncode:
         raise RuntimeError(f"{RECIPE} {' '.join(names)} failed: {done.stderr.strip()[-2000:]}")
     return json.loads(done.stdout)
 
 
 def main(argv: list[str]) -> int:
-    pins = _kernel_env()
+    as_is = "--kernels" in argv and argv[argv.index("--kernels") + 1:][:1] == ["as-is"]
+    pins = {} if as_is else _kernel_env()
     if any(os.environ.get(k) != v for k, v in pins.items()):  # this interpreter's kernels are not the pinned ones
         os.execve(sys.executable, [sys.executable, "-m", "reconbench.image.models.fashion_targets", *argv], os.environ | pins)
     out = Path(__file__).parents[2] / "data" / "fashion"
@@ -214,6 +224,10 @@ def main(argv: list[str]) -> int:
     for arg in args:
         if arg == "--out":
             out = Path(next(args))
+        elif arg == "--kernels":
+            if next(args, None) not in ("pinned", "as-is"):
+                print("--kernels takes 'pinned' (the default) or 'as-is'", file=sys.stderr)
+                return 2
         elif arg in ALL:
             names.append(arg)
         else:
