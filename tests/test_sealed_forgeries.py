@@ -36,8 +36,12 @@ def forged(tmp_path):
     (entry / "sealed.json").unlink()  # CI's record is for the example's payload, signed under its team
 
     def resign(mutate) -> None:
+        from reconbench.image.results import Payload
+
         data = json.loads((entry / "result.json").read_text())
         mutate(data["payload"])
+        # in the form the validator reads it (defaults filled in), as evaluate would have signed it
+        data["payload"] = Payload.model_validate(data["payload"]).model_dump(mode="json")
         data["signature"] = sign_payload(data["payload"], load_private_key(key))
         (entry / "result.json").write_text(json.dumps(data, indent=2))
 
@@ -76,7 +80,7 @@ def test_a_sealed_result_carrying_a_forged_membership_block_is_refused_and_never
     resign(lambda p: p.__setitem__("membership", MEMBERSHIP))
     report = _report(root)
     check = _check(report, "sealed")
-    assert report.trust == "failed" and check.status == "fail"
+    assert report.trust == "failed" and check.status == "fail", [c.to_dict() for c in report.checks if c.status == "fail"]
     assert "carries a `membership` block" in check.message and "computed by the board with the key" in check.message
     assert report.sealed is None and not report.membership
     # the findings page and the held rule's reference do not read it either (they read files, not reports)

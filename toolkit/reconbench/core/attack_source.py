@@ -10,9 +10,9 @@ carries them into the entry; `reproduce` re-runs exactly those files, and valida
 the entry's `attack/` hashes to the signed value. So the code that is re-run is the signed code.
 
 Caps keep an entry reviewable and small in git (the attack folder is read by people), and the total
-cap is the guard against carried data (issue 43): 256 KiB holds about 685 LZMA-compressed Fashion-MNIST
-images, a few percent of a sealed block, where a data set packed in any way (strings, comments, hex
-integers, split over modules) needs far more. submissions/attackdata.py's literal rule only names the
+cap is the guard against carried data (issue 43): a data set packed in any way (strings, comments, hex
+integers, split over modules) needs room in proportion to its images, and 256 KiB is far below a
+dataset or a sealed block while far above what an attack's code needs. submissions/attackdata.py's literal rule only names the
 usual packing in a friendly message; the cap holds whatever the packing. It is checked on the bytes
 read (read_files), wherever a source is hashed, recorded, copied into an entry or into the sandbox.
 """
