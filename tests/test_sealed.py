@@ -321,7 +321,8 @@ def test_hostile_moved_copies_are_refused_at_the_counts_threshold_keyed_and_keyl
 
     home, key, track_id = on_sealed
     track = get_track(track_id)
-    assert extraction_calibration(track) is not None and track.extraction is None  # the dataset's, as the count's
+    # the dataset's calibration, as the count's and the open twin's
+    assert extraction_calibration(track).threshold == get_track("fashion-n100").extraction.threshold
     _, root, entry_dir = _evaluate_and_submit(home, track_id, f"{ATTACKS / 'carried.py'}:AuxMean", "mover")
     honest = load_arrays(entry_dir / "reconstructions.safetensors")
     whole, inside = pool(track), members(track, key)
