@@ -6,7 +6,9 @@ For every published or embedded image track (or those named): the threshold and 
 reconbench.image.metrics.extraction.calibrate computes on the track's whole public dataset, as the
 track's `extraction` object. Tracks of one dataset and view share one calibration (computed once).
 Exact and deterministic: a re-run writes the same bytes. Fashion-MNIST's 70,000 images take a few
-CPU minutes (brute-force same-class distances).
+CPU minutes (brute-force same-class distances). A calibration that changes is kept, constants only, in
+the track's `retired_extraction`: entries signed at it still validate (their count is re-scored at the new
+one), and a count at constants the registry never held is refused (submissions/checks/rescore.py).
 """
 
 from __future__ import annotations
@@ -45,13 +47,20 @@ def main(argv: list[str]) -> int:
             if "tail" in cal:
                 cal["tail"] = cal["tail"] | {"anchor": cal["tail"]["anchor"] * cal["dim"] / dim}
             del cal["dim"]
+            old = row.get("extraction")
+            if old is not None and (old["threshold"], old["pair_rate"]) != (cal["threshold"], cal["pair_rate"]):
+                retired = row.setdefault("retired_extraction", [])
+                if not any((r["threshold"], r["pair_rate"]) == (old["threshold"], old["pair_rate"]) for r in retired):
+                    retired.append({"threshold": old["threshold"], "pair_rate": old["pair_rate"],
+                                    "until": "replaced by a later run of scripts/extraction_thresholds.py"})
             row["extraction"] = cal | {"dataset_sha256": dataset_sha256(images, labels)}
             print(f"{row['id']}: threshold {cal['threshold']:.6g}, pair rate {cal['pair_rate']:.3g}", flush=True)
         text = path.read_text(encoding="utf-8")
         if text != json.dumps(json.loads(text), indent=2) + "\n":  # hand-formatted (tracks.json): keep its layout
             for row in data["tracks"]:
-                if "extraction" in row:
-                    text = with_key(text, row["id"], "extraction", row["extraction"])
+                for key in ("extraction", "retired_extraction"):
+                    if key in row:
+                        text = with_key(text, row["id"], key, row[key])
             assert json.loads(text) == data, f"{path}: the edited text does not parse to the registry written"
         else:
             text = json.dumps(data, indent=2) + "\n"

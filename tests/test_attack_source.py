@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from cli_process import checkout_copy, one_error_line, recon
 
-from reconbench.core.attack_source import MAX_FILES, SourceError, attack_source
+from reconbench.core.attack_source import MAX_FILE_BYTES, MAX_FILES, MAX_TOTAL_BYTES, SourceError, attack_source
 from reconbench.core.errors import describe
 
 REPO = Path(__file__).resolve().parents[1]
@@ -56,7 +56,69 @@ def test_a_source_too_large_is_one_user_error_naming_the_caps_and_the_way_out(tm
         attack_source(f"{tmp_path}/attack.py:A")
     line = describe(caught.value)
     assert not line.startswith("internal error") and str(tmp_path / "attack.py") in line
-    assert f"over {MAX_FILES} .py files or 524,288 bytes" in line and "pip install" in line
+    assert f"{MAX_FILES + 1} .py files, over the cap of {MAX_FILES}" in line and "pip install" in line
+
+
+def _comment_module(path: Path, size: int) -> None:
+    """A module of `#` comments only: a packing the static literal rule (submissions/attackdata.py) cannot
+    see (issue 43: the open target set carried in comments passed it). 100 hex digits a line."""
+    import hashlib
+
+    lines, i = [], 0
+    while sum(len(x) for x in lines) < size:
+        lines.append("# " + (hashlib.sha256(str(i).encode()).hexdigest() * 2)[:100] + "\n")
+        i += 1
+    path.write_text("".join(lines)[:size])
+
+
+def test_the_total_cap_holds_data_packed_in_comments_over_modules(tmp_path):
+    """Issue 43, item 3: an own attack's files together are capped (256 KiB), whatever the packing. Three
+    comment-only modules, each under the one-file cap, pass the literal rule and are refused together,
+    in one message that names the file and the sizes; at the cap exactly, the source ships."""
+    from reconbench.submissions.attackdata import data_problems
+
+    assert MAX_TOTAL_BYTES == 256 * 1024 and MAX_FILE_BYTES < MAX_TOTAL_BYTES
+    per_file = MAX_FILE_BYTES - 1024
+    for i in range(3):
+        _comment_module(tmp_path / f"carried_part{i}.py", per_file)
+    (tmp_path / "attack.py").write_text("import carried_part0\nimport carried_part1\nimport carried_part2\n")
+    assert data_problems(tmp_path) == []  # the friendly rule sees no literal: the cap is the guard
+    with pytest.raises(SourceError) as caught:
+        attack_source(f"{tmp_path}/attack.py:A")
+    line = describe(caught.value)
+    assert str(tmp_path / "attack.py") in line and "carried_part" in line
+    assert f"over the {MAX_TOTAL_BYTES:,}-byte cap on all its files together" in line
+    total = re.search(r"is ([\d,]+) bytes in (\d+) files", line)
+    assert total and int(total.group(1).replace(",", "")) > MAX_TOTAL_BYTES
+    # the same folder as an entry's attack/ (validate, submit): refused by the same cap
+    from reconbench.core.attack_source import folder_sha256
+
+    with pytest.raises(SourceError, match="cap on all its files together"):
+        folder_sha256(tmp_path)
+    # trimmed to the cap exactly (two parts and the rest), it ships
+    (tmp_path / "carried_part2.py").unlink()
+    rest = MAX_TOTAL_BYTES - 2 * per_file - len((tmp_path / "attack.py").read_bytes())
+    _comment_module(tmp_path / "carried_part2.py", rest)
+    assert len(names(f"{tmp_path}/attack.py:A")) == 4
+
+
+def test_a_file_that_grows_after_it_was_listed_is_caught_where_its_bytes_are_read(tmp_path):
+    """The sizes are listed by lstat, the bytes read later to hash and copy (into the entry, into the
+    sandbox): a file grown in between is held to the caps on the bytes read."""
+    from reconbench.core.attack_source import read_files
+
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / "b.py").write_text("y = 2\n")
+    source = attack_source(f"{tmp_path}/a.py:A")
+    _comment_module(tmp_path / "a.py", MAX_FILE_BYTES + 10)
+    with pytest.raises(SourceError, match=f"over the {MAX_FILE_BYTES:,}-byte cap for one attack file"):
+        read_files(source.files)
+    files = []
+    for i in range(3):
+        _comment_module(tmp_path / f"p{i}.py", MAX_FILE_BYTES - 10)
+        files.append((f"p{i}.py", tmp_path / f"p{i}.py"))
+    with pytest.raises(SourceError, match="p2.py brought it to"):
+        read_files(files)
 
 
 @pytest.mark.parametrize("code", ["x = " + "-" * 100_000 + "1\n", "x = 1" + "+1" * 60_000 + "\n"])

@@ -172,27 +172,67 @@ def test_members_of_a_class_without_reconstructions_count_in_n():
     assert got.members == 1 and got.n_members == len(s.target) and got.n_holdout == len(s.holdout)
 
 
-def test_a_count_signed_at_another_calibration_is_re_scored_and_a_wrong_one_at_this_calibration_fails():
-    """rescore.extraction: a result signed before the track's threshold moved (digits' did) claims other
-    constants; the board shows the count re-scored at the registry's, never the claim. At the registry's
-    own constants, a claimed k that the recomputation does not find still fails."""
+def test_a_count_signed_at_a_retired_calibration_is_re_scored_another_is_refused_and_a_wrong_one_fails():
+    """rescore.extraction: a result signed before the track's threshold moved (digits' did) claims the
+    constants the registry keeps in retired_extraction; the board shows the count re-scored at the
+    registry's, never the claim. A count claimed at constants the registry never held is refused (issue 43:
+    a threshold of the entry's own choosing). At the registry's own constants, a claimed k that the
+    recomputation does not find still fails."""
     from types import SimpleNamespace
 
     from reconbench.core.extraction import ExtractionResult
     from reconbench.submissions.checks.rescore import extraction_check
 
-    actual = ExtractionResult(members=0, n_members=100, holdout=0, n_holdout=100, threshold=1.1e-4, pair_rate=1e-6,
-                              expected_members=0.01, expected_holdout=0.01, p=1.0, p_relabel=1.0)
+    track = get_track("digits")
+    (retired,) = track.retired_extraction
+    actual = ExtractionResult(members=0, n_members=100, holdout=0, n_holdout=100, threshold=track.extraction.threshold,
+                              pair_rate=track.extraction.pair_rate, expected_members=0.01, expected_holdout=0.01, p=1.0,
+                              p_relabel=1.0)
 
     def check(claimed):
-        ctx = SimpleNamespace(result=SimpleNamespace(payload=SimpleNamespace(membership=SimpleNamespace(extraction=claimed))))
+        ctx = SimpleNamespace(track=track,
+                              result=SimpleNamespace(payload=SimpleNamespace(membership=SimpleNamespace(extraction=claimed))))
         [c] = extraction_check(ctx, actual)
         return c, ctx.extraction
 
-    old_calibration = actual.model_copy(update=dict(members=1, threshold=1.7e-3, pair_rate=9e-6, p=0.04))
+    old_calibration = actual.model_copy(update=dict(members=1, threshold=retired.threshold, pair_rate=retired.pair_rate,
+                                                    p=0.04))
     c, shown = check(old_calibration)
-    assert c.status == "pass" and "another calibration" in c.message and "extracts 0 of 100" in c.message
+    assert c.status == "pass" and "earlier calibration" in c.message and "extracts 0 of 100" in c.message
     assert shown is actual
+    # a hostile claim: a looser threshold of its own, under which its outputs "extract" members
+    chosen = actual.model_copy(update=dict(members=40, threshold=5e-3, pair_rate=1e-7, p=1e-12))
+    c, _ = check(chosen)
+    assert c.status == "fail" and "never held" in c.message and "threshold 0.005" in c.message
+    # the retired threshold with another pair rate is not the retired calibration either
+    c, _ = check(old_calibration.model_copy(update=dict(pair_rate=1e-9)))
+    assert c.status == "fail" and "never held" in c.message
     inflated = actual.model_copy(update=dict(members=5, p=1e-9))
     c, _ = check(inflated)
     assert c.status == "fail" and "members 5 claimed, 0 recomputed" in c.message
+
+
+def test_every_committed_count_is_at_its_tracks_calibration_or_one_the_registry_retired():
+    """The board stays valid under the rule above: each committed entry's claimed count is at the registry's
+    calibration of its track, or at one the registry lists as retired (digits' baselines, signed before the
+    tail bound)."""
+    import json
+    from pathlib import Path
+
+    from reconbench.core.tracks import TrackError
+
+    seen = 0
+    for path in sorted((Path(__file__).parents[1] / "submissions").glob("*/*/result.json")):
+        payload = json.loads(path.read_text())["payload"]
+        claimed = (payload.get("membership") or {}).get("extraction")
+        if claimed is None:
+            continue
+        try:
+            track = get_track(payload["track"])
+        except TrackError:
+            continue
+        held = [(track.extraction.threshold, track.extraction.pair_rate)]
+        held += [(r.threshold, r.pair_rate) for r in track.retired_extraction]
+        assert (claimed["threshold"], claimed["pair_rate"]) in held, path
+        seen += 1
+    assert seen >= 30

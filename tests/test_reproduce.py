@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from reconbench.cli import app
 from reconbench.reproduction.record import RECORD_FILE, RecordError, read_record, write_record
-from reconbench.reproduction.rerun import ReproduceError
+from reconbench.reproduction.rerun import ReproduceError, load_entry
 from reconbench.reproduction.sign import reproduce_entry, sign_record
 from reconbench.core.signing import load_private_key
 from submission_helpers import failure, fresh_board, listed_reproducer
@@ -123,10 +123,15 @@ def test_bring_your_own_source_is_signed_shipped_and_a_swap_is_caught(board, tmp
     assert sorted(p.name for p in (tmp_path / "result" / "attack").iterdir()) == ["attack.py", "helper.py"]
     entry = submit_result(tmp_path / "result", "alpha", root=board.root, key_path=board.alpha_key).entry
     assert (entry / "attack" / "helper.py").read_text() == "ITERATIONS = 3\n"
-    # Two halves, as the workflow runs them: the attack in one job, scoring and signing in another.
+    # A run made by another invocation (--run-only) is compared, never signed (issue 43, item 7) ...
     CliRunner().invoke(app, ["reproduce", str(entry), "--run-only", str(tmp_path / "run"), "--quiet"], catch_exceptions=False)
     res = CliRunner().invoke(app, ["reproduce", str(entry), "--from-run", str(tmp_path / "run"), "--key",
                                    str(board.reproducer_key)], catch_exceptions=False)
+    assert res.exit_code != 0 and "signs only a re-run it made itself" in res.output, res.output
+    assert not (entry / RECORD_FILE).exists()
+    # ... the re-run this invocation makes, in its sandbox, is (as the workflow runs it: one job)
+    res = CliRunner().invoke(app, ["reproduce", str(entry), "--key", str(board.reproducer_key), "--quiet"],
+                             catch_exceptions=False)
     assert res.exit_code == 0 and "reproduced" in res.output, res.output
     assert read_record(entry / RECORD_FILE).record.attack_source_sha256 == signed
     (entry / "attack" / "helper.py").write_text("ITERATIONS = 30\n")  # swapped source, same file names
@@ -278,21 +283,29 @@ def test_old_records_of_schema_version_1_still_verify_and_show_what_the_run_repo
 
 
 def test_a_record_is_signed_only_for_a_sandboxed_re_run(board, tmp_path, reproduced):
-    """The run job's result.json says which sandbox the re-run had; without one the signer refuses."""
+    """A record is signed only for a re-run this invocation made in its own sandbox: a run folder handed in
+    is refused whatever it says of its sandbox (issue 43: one that merely claimed bubblewrap was signed),
+    and is compared, unsigned, as usual; a re-run whose report names no sandbox is refused by the signer."""
+    from reconbench.reproduction.sign import require_sandboxed
+
     assert reproduced.record.reported.sandbox.startswith("bubblewrap ")  # this machine's re-run was sandboxed
     run = tmp_path / "run"
     reproduce_entry(board.entry, run_only=run)
     data = json.loads((run / "result.json").read_text())
-    for sandbox in ("none", None):
+    for sandbox in ("none", None, "bubblewrap 0.11.0"):
         if sandbox is None:
             data["payload"]["provenance"].pop("sandbox", None)  # a run from before the field existed
         else:
             data["payload"]["provenance"]["sandbox"] = sandbox
         (run / "result.json").write_text(json.dumps(data))
-        with pytest.raises(RecordError, match="without the sandbox"):
+        with pytest.raises(RecordError, match="signs only a re-run it made itself"):
             reproduce_entry(board.entry, from_run=run, key_path=board.reproducer_key, record_path=tmp_path / "r.json")
         assert not (tmp_path / "r.json").exists()
-        assert reproduce_entry(board.entry, from_run=run).record.verdict == "reproduced"  # unsigned: compared as usual
+        compared = reproduce_entry(board.entry, from_run=run).record  # unsigned: compared as usual
+        assert compared.verdict == "reproduced" and compared.run_seen == "handed-in"
+        if sandbox != "bubblewrap 0.11.0":
+            with pytest.raises(RecordError, match="without the sandbox"):
+                require_sandboxed(compared, load_entry(board.entry))
 
 
 def test_a_record_keeps_the_runs_report_in_one_place_per_schema_version(reproduced):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import lzma
+import re
 import shutil
 from pathlib import Path
 
@@ -280,6 +281,85 @@ def test_hostile_loss_pick_over_carried_public_data_is_refused_with_the_key(on_s
         entry, _ = _sealed_check(validate_board(None, root, rescore=False, seal_key=key_given, write_sealed=True))
         assert entry.trust == "failed" and _refused_as_carried(entry)
         assert entry.sealed is None and not (entry_dir / "sealed.json").exists()
+
+
+def _forge(home: Path, entry_dir: Path, team: str, images: np.ndarray, labels: np.ndarray) -> None:
+    """The entry's reconstructions replaced and its payload re-signed by the team's own (throwaway) key, as a
+    contributor who edits their outputs would: the signature is theirs, so only the rules can refuse it."""
+    from reconbench.core.io import save_arrays, sha256_file
+    from reconbench.core.signing import load_private_key, sign_payload
+
+    recon = entry_dir / "reconstructions.safetensors"
+    save_arrays(recon, {"images": np.ascontiguousarray(images), "labels": np.ascontiguousarray(labels, dtype=np.int64)})
+    data = json.loads((entry_dir / "result.json").read_text())
+    data["payload"]["reconstructions"]["sha256"] = sha256_file(recon)
+    data["signature"] = sign_payload(data["payload"], load_private_key(home / "keys" / f"{team}.pem"))
+    (entry_dir / "result.json").write_text(json.dumps(data, indent=2))
+
+
+def _moved(images: np.ndarray, rng) -> np.ndarray:
+    """Each pixel moved 3 grey levels up or down: per-pixel MSE about 1.4e-4, over the exact-copy rule's 1e-4
+    and under the count's extraction threshold (5.2e-4 on Fashion-MNIST)."""
+    return np.clip(images.astype(np.int16) + rng.choice([-3, 3], size=images.shape), 0, 255).astype(np.uint8)
+
+
+def _says_no_index(check, slots) -> bool:
+    """A refusal on a sealed draw gives counts only: none of the forged outputs' indices, no details."""
+    return not check.details and not any(re.search(rf"\b{s}\b", check.message) for s in slots)
+
+
+def test_hostile_moved_copies_are_refused_at_the_counts_threshold_keyed_and_keyless_with_counts_only(on_sealed):
+    """Issue 43: with the key, the carried-data rule failed only exact copies (MSE <= 1e-4) while the count
+    credited anything within 5.2e-4; without it, the non-member search was skipped on sealed draws. Now
+    one threshold, the count's: a member moved 3 grey levels is credited by the count, a pool non-member
+    moved the same is refused with the key, a public image outside the pool moved the same is refused
+    without it; and the refusals give counts only, never which outputs."""
+    from reconbench.core.io import load_arrays
+    from reconbench.core.tracks import extraction_calibration, get_track
+    from reconbench.image.sealed import members, pool
+    from reconbench.submissions import validate_board
+
+    home, key, track_id = on_sealed
+    track = get_track(track_id)
+    # the dataset's calibration, as the count's and the open twin's
+    assert extraction_calibration(track).threshold == get_track("fashion-n100").extraction.threshold
+    _, root, entry_dir = _evaluate_and_submit(home, track_id, f"{ATTACKS / 'carried.py'}:AuxMean", "mover")
+    honest = load_arrays(entry_dir / "reconstructions.safetensors")
+    whole, inside = pool(track), members(track, key)
+    rng = np.random.default_rng(0)
+    slots = np.array([17, 42, 61, 88, 93])
+
+    def forged(source_images, source_labels):
+        images, labels = honest["images"].copy(), honest["labels"].copy()
+        images[slots], labels[slots] = _moved(source_images, rng), source_labels
+        _forge(home, entry_dir, "mover", images, labels)
+        (entry_dir / "sealed.json").unlink(missing_ok=True)
+
+    # five members, moved: no rule refuses them, and the count credits them
+    picked = np.flatnonzero(inside)[:5]
+    forged(whole.images[picked], whole.labels[picked])
+    entry, check = _sealed_check(validate_board(None, root, rescore=False, seal_key=key))
+    assert entry.trust != "failed" and check.status == "pass", check.message
+    assert entry.sealed["extraction"]["members"] >= 5
+    # five non-members of the pool, moved the same: public images of the draw's pool, so nothing to refuse
+    # without the key; with it, refused at the count's threshold, by a count
+    picked = np.flatnonzero(~inside)[:5]
+    forged(whole.images[picked], whole.labels[picked])
+    entry, check = _sealed_check(validate_board(None, root, rescore=False))
+    assert entry.trust != "failed" and check.status == "pass"
+    entry, check = _sealed_check(validate_board(None, root, rescore=False, seal_key=key, write_sealed=True))
+    assert entry.trust == "failed" and check.status == "fail" and entry.sealed is None
+    assert check.message.startswith("5 of 100 reconstructions are within the extraction threshold"), check.message
+    assert _says_no_index(check, slots) and not (entry_dir / "sealed.json").exists()
+    # five public images outside the pool (the evaluator's training set), moved: refused without the key
+    _, outside = _public_images(5)
+    forged(outside.images, outside.labels)
+    for key_given in (None, key):
+        entry, _ = _sealed_check(validate_board(None, root, rescore=False, seal_key=key_given))
+        copies = next(c for c in entry.checks if c.name == "copies")
+        assert entry.trust == "failed" and copies.status == "fail" and _refused_as_carried(entry)
+        assert copies.message.startswith("5 of 100 reconstructions are within the extraction threshold")
+        assert "counts only" in copies.message and _says_no_index(copies, slots)
 
 
 def test_across_draws_matches_scipy_and_calls_no_leak_on_uniform_ps():

@@ -171,33 +171,38 @@ def test_site_deploys_with_pages_actions():
     assert any(s.get("uses", "").startswith("actions/upload-pages-artifact@") for s in wf["jobs"]["build"]["steps"])
 
 
-def test_reproduce_runs_contributor_code_without_secrets_and_signs_in_a_separate_job():
-    """Issue 12, item 3 and issue 23: the job that runs the entry's attack holds no secret and no write
-    token; the job that holds the key runs no contributor code and waits for a reviewer (an environment)."""
+def test_reproduce_signs_only_the_re_run_it_makes_in_the_sandbox_and_the_key_never_meets_the_attack():
+    """Issue 12, item 3, issue 23 and issue 43, item 7: a record is signed only for a re-run made by the
+    same invocation (a run folder handed from another job was its maker's word), so one job re-runs in
+    the sandbox and signs. The key is an approved environment's secret, written to a mode-600 file outside
+    the workspace by one step (the attack's step has no secret in its environment), and removed always."""
     text = (WORKFLOWS / "reproduce.yml").read_text()
     wf = load(WORKFLOWS / "reproduce.yml")
     assert list(wf["on"]) == ["workflow_dispatch"]
-    check, run, sign = wf["jobs"]["check"], wf["jobs"]["run"], wf["jobs"]["sign"]
-    # The untrusted job: read-only token, no secrets anywhere in it, no environment, no credentials.
-    assert run["permissions"] == {"contents": "read"} and check["permissions"] == {}
-    assert "secrets." not in yaml.safe_dump(run) and "environment" not in run
-    assert all(s["with"]["persist-credentials"] is False for s in run["steps"] if s.get("uses", "").startswith("actions/checkout@"))
-    run_steps = "\n".join(s.get("run", "") for s in run["steps"])
-    assert "--run-only" in run_steps and "--key" not in run_steps
-    assert "bubblewrap" in run_steps and "apparmor_restrict_unprivileged_userns=0" in run_steps  # the sandbox works there
+    assert set(wf["jobs"]) == {"check", "reproduce"}
+    check, job = wf["jobs"]["check"], wf["jobs"]["reproduce"]
+    assert check["permissions"] == {} and job["permissions"] == {"contents": "read"}
+    assert job["needs"] == "check" and job["environment"] == "reproduction"
+    assert job["env"]["RECONBENCH_SANDBOX"] == "bubblewrap"  # never a silent run outside the sandbox
+    assert all(s["with"]["persist-credentials"] is False for s in job["steps"] if s.get("uses", "").startswith("actions/checkout@"))
+    steps = "\n".join(s.get("run", "") for s in job["steps"])
+    assert "bubblewrap" in steps and "apparmor_restrict_unprivileged_userns=0" in steps  # the sandbox works there
+    assert "--from-run" not in text and "--run-only" not in text  # no handed-in run anywhere
     # It never sees the submitted reconstructions (sparse, blob-less checkout of result, source, keys).
-    entry_checkout = run["steps"][0]["with"]
+    entry_checkout = job["steps"][0]["with"]
     assert entry_checkout["filter"] == "blob:none" and "reconstructions" not in entry_checkout["sparse-checkout"]
-    # The signing job: needs the run, an approved environment, read-only token, and runs no attack.
-    assert set(sign["needs"]) == {"check", "run"} and sign["environment"] == "reproduction"
-    assert sign["permissions"] == {"contents": "read"}
-    sign_steps = "\n".join(s.get("run", "") for s in sign["steps"])
-    assert "--from-run ../run --key" in sign_steps and "--run-only" not in sign_steps
-    assert "--reproducers maintainers/reproducers.toml" in sign_steps and "set -o pipefail" in sign_steps
-    assert "pip install --quiet ./pr" not in sign_steps and "evaluate" not in sign_steps
-    assert [s for s in sign["steps"] if "secrets." in yaml.safe_dump(s)] == [
-        next(s for s in sign["steps"] if "--from-run" in s.get("run", ""))]  # the key reaches one step only
-    assert text.count("secrets.") == 1
+    # the key: one step holds the secret and writes it, private, to the runner's temp folder
+    (keyed,) = [s for s in job["steps"] if "secrets." in yaml.safe_dump(s)]
+    assert list(keyed["env"]) == ["REPRODUCER_KEY"] and "umask 077" in keyed["run"]
+    assert '"$RUNNER_TEMP/reproducer.pem"' in keyed["run"] and text.count("secrets.") == 1
+    (signing,) = [s for s in job["steps"] if "recon-submit reproduce" in s.get("run", "")]
+    assert "env" not in signing  # the attack's step: no secret in its environment
+    assert '--key "$RUNNER_TEMP/reproducer.pem"' in signing["run"] and "set -o pipefail" in signing["run"]
+    assert "--reproducers maintainers/reproducers.toml" in signing["run"]
+    assert job["steps"].index(keyed) < job["steps"].index(signing)
+    (removal,) = [s for s in job["steps"] if s.get("run", "").startswith("rm -f")]
+    assert removal["if"] == "always()" and '"$RUNNER_TEMP/reproducer.pem"' in removal["run"]
+    assert job["steps"].index(removal) > job["steps"].index(signing)
 
 
 def test_reproduce_takes_toolkit_and_every_key_from_main():
@@ -205,7 +210,7 @@ def test_reproduce_takes_toolkit_and_every_key_from_main():
     checkout per job: no second checkout of another ref (a pull request's files) exists to read keys from."""
     wf = load(WORKFLOWS / "reproduce.yml")
     assert set(wf["on"]["workflow_dispatch"]["inputs"]) == {"entry", "runner"}  # no `ref` to point elsewhere
-    for name in ("run", "sign"):
+    for name in ("reproduce",):
         checkouts = [s for s in wf["jobs"][name]["steps"] if s.get("uses", "").startswith("actions/checkout@")]
         assert len(checkouts) == 1 and checkouts[0]["with"]["ref"] == "${{ github.sha }}"
         sparse = checkouts[0]["with"]["sparse-checkout"].split()
@@ -258,7 +263,7 @@ def test_only_the_checked_entry_reaches_the_jobs_and_only_main_is_accepted(tmp_p
     # The raw input appears once, in the validating step's environment; runs-on reads the runner choice.
     assert re.findall(r"\$\{\{\s*inputs\.(\w+)", text) == ["entry", "runner"]
     assert wf["jobs"]["check"]["steps"][1]["env"] == {"ENTRY": "${{ inputs.entry }}"}
-    for job in ("run", "sign"):
+    for job in ("reproduce",):
         assert wf["jobs"][job]["env"]["ENTRY"] == "${{ needs.check.outputs.entry }}"
     assert "group: reproduce\n" in text  # the concurrency group does not read the input either
     script = _step_script("check", "Refuse any ref but main")

@@ -9,7 +9,12 @@ the shipped files exist. `evaluate` hashes the source before the attack runs and
 carries them into the entry; `reproduce` re-runs exactly those files, and validation checks that
 the entry's `attack/` hashes to the signed value. So the code that is re-run is the signed code.
 
-Caps keep an entry reviewable and small in git (the attack folder is read by people).
+Caps keep an entry reviewable and small in git (the attack folder is read by people), and the total
+cap is the guard against carried data (issue 43): a data set packed in any way (strings, comments, hex
+integers, split over modules) needs room in proportion to its images, and 256 KiB is far below a
+dataset or a sealed block while far above what an attack's code needs. submissions/attackdata.py's literal rule only names the
+usual packing in a friendly message; the cap holds whatever the packing. It is checked on the bytes
+read (read_files), wherever a source is hashed, recorded, copied into an entry or into the sandbox.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from reconbench.core import untrusted
 ATTACK_DIR = "attack"  # the folder in a result folder and in an entry
 MAX_FILES = 32
 MAX_FILE_BYTES = 128 * 1024
-MAX_TOTAL_BYTES = 512 * 1024
+MAX_TOTAL_BYTES = 256 * 1024  # all files together (module docstring)
 MAX_DEPTH = 3
 PART = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")  # importable module and package names only
 SKIPPED = ("__pycache__",)
@@ -43,9 +48,17 @@ class SourceError(Exception):
         super().__init__(untrusted.line(message))
 
 
-TOO_LARGE = (f"over {MAX_FILES} .py files or {MAX_TOTAL_BYTES:,} bytes: the caps on an attack's source (the file and "
-             "the modules it imports from beside it). Import a large library as an installed package "
-             "(pip install), not as files beside the attack")
+HOW = ("Import a large library as an installed package (pip install), not as files beside the attack; data "
+       "carried in the source buys nothing (docs/sandbox.md)")
+
+
+def too_large(where: Path | str, files: int, total: int, last: Path | str | None = None) -> SourceError:
+    """One message naming the source, the file that crossed a cap, and the sizes."""
+    crossed = f" ({last} brought it to {total:,} bytes in {files} files)" if last is not None else ""
+    if files > MAX_FILES:
+        return SourceError(f"{where}: the attack source has {files} .py files, over the cap of {MAX_FILES}{crossed}. {HOW}")
+    return SourceError(f"{where}: the attack source is {total:,} bytes in {files} files, over the {MAX_TOTAL_BYTES:,}-byte "
+                       f"cap on all its files together{crossed}. {HOW}")
 
 
 @dataclass(frozen=True)
@@ -97,16 +110,23 @@ def collect(root: Path, *, skip_caches: bool) -> list[tuple[str, Path]]:
             total += st.st_size
             found.append((where, path))
             if len(found) > MAX_FILES or total > MAX_TOTAL_BYTES:
-                raise SourceError(f"{root}: the attack source is {TOO_LARGE}")
+                raise too_large(root, len(found), total, path)
 
     walk(root, "", 0)
     return found
 
 
 def read_files(files: list[tuple[str, Path]] | tuple[tuple[str, Path], ...]) -> list[tuple[str, bytes]]:
-    out = []
+    """The files' bytes, capped on what is read: a file that grew after it was listed (its size was
+    checked by lstat) is caught here, where the bytes are hashed and copied."""
+    out, total = [], 0
     for rel, path in files:
         data = path.read_bytes()
+        total += len(data)
+        if len(data) > MAX_FILE_BYTES:
+            raise SourceError(f"{path}: {len(data):,} bytes, over the {MAX_FILE_BYTES:,}-byte cap for one attack file")
+        if total > MAX_TOTAL_BYTES:
+            raise too_large(path.parent, len(out) + 1, total, path)
         try:
             data.decode("utf-8")
         except UnicodeDecodeError:
@@ -179,7 +199,7 @@ def imported_source(root: Path, entry: str) -> list[tuple[str, Path]]:
         seen[rel] = path
         total += os.lstat(path).st_size
         if len(seen) > MAX_FILES or total > MAX_TOTAL_BYTES:
-            raise SourceError(f"{root / entry}: the attack source is {TOO_LARGE}")
+            raise too_large(root / entry, len(seen), total, path)
         try:
             tree = ast.parse(path.read_bytes(), filename=str(path))
         except SyntaxError as exc:  # the user's own file and line, before anything runs

@@ -92,6 +92,18 @@ class ExtractionCalibration(BaseModel):
     tail: TailBound | None = None  # set where the counted rate exceeded the cap (small datasets: digits)
 
 
+class RetiredCalibration(BaseModel):
+    """An earlier extraction calibration of the track (its constants only): entries signed while it was the
+    registry's claim their count at it. Such a claim is re-scored at the current calibration and shown so;
+    a count claimed at constants the registry never held is refused (submissions/checks/rescore.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    threshold: float
+    pair_rate: float
+    until: str  # the commit that replaced it (the registry's history holds its derivation)
+
+
 class EvaluationModel(BaseModel):
     """The track's evaluation classifier (acc_top1, acc_top5, knn_dist; metrics/classifier.py):
     another architecture than the target, trained on data of the same distribution."""
@@ -179,6 +191,9 @@ class Track(BaseModel):
     near_copy: NearCopy | None = None
     seal: Seal | None = None
     extraction: ExtractionCalibration | None = None
+    retired_extraction: list[RetiredCalibration] = Field(
+        default_factory=list, description="earlier extraction calibrations, kept only to recognise the counts entries "
+                                          "signed at them claim (re-scored at the current one); never used to score")
 
 
     evaluation_model: EvaluationModel | None = None
@@ -265,6 +280,16 @@ def load_registry() -> Registry:
 
 def all_tracks() -> list[Track]:
     return load_registry().tracks
+
+
+def extraction_calibration(track: Track) -> ExtractionCalibration | None:
+    """The extraction threshold and pair rate that the count and the copy rule use on `track`. They are
+    calibrated on the whole public dataset (issue 33), so a sealed draw, whose registry row carries none,
+    takes its dataset's, as registered on the open tracks of that dataset: the same threshold keyed and
+    keyless, open and sealed (issue 43)."""
+    if track.extraction is not None:
+        return track.extraction
+    return next((t.extraction for t in all_tracks() if t.dataset == track.dataset and t.extraction is not None), None)
 
 
 def sealed_draws(group: str) -> list[Track]:

@@ -6,9 +6,9 @@ its whole pool of 2n images: `evaluate` scores what needs no membership (each re
 pool item of its class, the evaluation classifier's metrics) and marks the rest "scored at
 validation". Only `validate --seal-key` opens the draw: the membership gap (members against
 non-members of the same pool, core/membership.py's test), the extraction count, and the carried-data
-rule: an exact copy of a Fashion-MNIST image that is not a member of the draw can only have been
-carried into the run (a member-inference pick over a smuggled candidate set returns such copies; a
-reconstruction never does).
+rule: a reconstruction within the count's extraction threshold of a Fashion-MNIST image that is not a
+member of the draw can only have been carried into the run (a member-inference pick over a smuggled
+candidate set returns such copies; a reconstruction never does).
 
 An update twin (`<open update track>-sealed`) draws its update set the same way, from a pool of 2k
 images (fashion_splits.sealed_update_pool); its model before the update is the open twin's, and what the

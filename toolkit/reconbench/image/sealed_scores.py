@@ -1,7 +1,7 @@
 """A sealed draw's numbers, scored at validation with the key (image/sealed.py has the pool and members).
 
-- the carried-data rule: an exact copy of a Fashion-MNIST image that is not a member of the draw can
-  only have been carried into the run;
+- the carried-data rule: a reconstruction within the extraction threshold of a Fashion-MNIST image that
+  is not a member of the draw (the count's threshold) can only have been carried into the run;
 - the membership gap of the draw (members against the pool's other half: core/membership.py's test);
 - the extraction count of the draw (issue 33's per-sample count, at the dataset's calibration);
 - sealed.json, the record validate writes and `recon-submit seal verify` recomputes after the reveal.
@@ -9,12 +9,11 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reconbench.core.seal import SCHEME
+from reconbench.core.seal import SCHEME, SealError
 from reconbench.core.tracks import Track
 from reconbench.image.sealed import seal_of, member_set, members, pool
 
@@ -22,19 +21,8 @@ if TYPE_CHECKING:
     from reconbench.image.data.arrays import ArraySet
 
 GAP_METRICS = ("mse", "psnr", "ssim")
-COPY_MSE = 1e-4  # as submissions/checks/copies.py: about one grey level of rounding per pixel
-POOL_CHUNK = 8192  # dataset images per block of the carried-data search (64 MB of float64 at 32x32)
-
-
-@lru_cache(maxsize=1)
-def dataset_images(dataset: str) -> np.ndarray:
-    """Every Fashion-MNIST image (train and test) in the dataset's view (its padding), uint8 N x C x H x W."""
-    from reconbench.image.data.fashion import fashion_mnist
-    from reconbench.image.data.fashion_splits import VIEWS
-
-    pad, data = VIEWS[dataset].pad, fashion_mnist()
-    images = np.concatenate([data["train"].images, data["test"].images])
-    return np.pad(images, ((0, 0), (0, 0), (pad, pad), (pad, pad))) if pad else images
+COPY_MSE = 1e-4  # an exact member copy (shown as a count): about one grey level of rounding per pixel
+POOL_CHUNK = 8192  # candidate images per block of nearest_mse (64 MB of float64 at 32x32)
 
 
 def nearest_mse(rec: np.ndarray, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -55,24 +43,31 @@ def nearest_mse(rec: np.ndarray, candidates: np.ndarray) -> tuple[np.ndarray, np
 
 
 def carried(track: Track, key: bytes, images: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(reconstructions that exactly copy a member, reconstructions that exactly copy a Fashion-MNIST
-    image that is not a member of this draw): the second can only be data carried into the run."""
+    """(reconstructions that exactly copy a member, reconstructions within the extraction threshold of a
+    public image that is not a member of this draw and of no member): the second can only be data carried
+    into the run. The threshold is the count's (core/tracks.extraction_calibration), so nothing the count
+    would credit as extracted can be a non-member's copy (issue 43: an exact-copy rule here let a member
+    pick moved by a few grey levels through while the count credited it). The search is the open tracks'
+    (submissions/publiccopy.py): the whole public dataset, exact per-pixel MSE."""
+    from reconbench.submissions.publiccopy import non_member_copies, public_index
+
+    cal = calibration(track)
+    if cal is None:
+        raise SealError(f"track '{track.id}': no extraction calibration for dataset '{track.dataset}' in the registry, "
+                        "so the copy rule of a sealed draw has no threshold")
     mine = member_set(track, key).images
     to_member, _ = nearest_mse(images, mine)
-    to_any, _ = nearest_mse(images, dataset_images(track.dataset))
     copies_member = np.flatnonzero(to_member <= COPY_MSE)
-    copies_other = np.flatnonzero((to_any <= COPY_MSE) & (to_member > COPY_MSE))
-    return copies_member, copies_other
+    found = non_member_copies(images, mine, public_index(track), cal.threshold)
+    return copies_member, np.array(sorted(h.reconstruction for h in found), dtype=np.int64)
 
 
 def calibration(track: Track):
     """The extraction threshold and pair rate: calibrated on the whole public dataset (issue 33), so a
-    sealed draw takes its dataset's, as registered on the open tracks of that dataset."""
-    from reconbench.core.tracks import all_tracks
+    sealed draw takes its dataset's (core/tracks.extraction_calibration, which the copy rule uses too)."""
+    from reconbench.core.tracks import extraction_calibration
 
-    if track.extraction is not None:
-        return track.extraction
-    return next((t.extraction for t in all_tracks() if t.dataset == track.dataset and t.extraction is not None), None)
+    return extraction_calibration(track)
 
 
 def extraction_count(track: Track, images: np.ndarray, labels: np.ndarray, member_images: ArraySet,

@@ -69,6 +69,10 @@ def _gaps_in_result(folder: Path) -> dict:
         payload = json.loads((folder / "result.json").read_text(encoding="utf-8"))["payload"]
     except (OSError, ValueError, KeyError):
         return {}
+    if not isinstance(payload, dict) or payload.get("sealed") is not None:
+        # a sealed draw's gap is the board's (sealed.json, scored with the key), never the entry's own
+        # block: validation refuses one, and this page does not read it either (issue 43)
+        return {}
     metrics = (payload.get("membership") or {}).get("metrics") or {}
     out = {}
     for m, g in metrics.items():

@@ -80,6 +80,16 @@ def run_problems(checks: list[RunCheck]) -> list[str]:
             for c in checks if not c.ok]
 
 
+def handed_in_problems(run_seen: str | None) -> list[str]:
+    """A record of a run the signer was handed (run_seen "handed-in": `reproduce --from-run --key` of an
+    earlier toolkit) lifts nothing: a run folder's word on its sandbox, its machine and even its bytes (the
+    entry's own file, copied) is its maker's, and `reproduce` now signs only a re-run it made (issue 43)."""
+    if run_seen == "handed-in":
+        return ["the record signs a run folder handed to the signer, not a re-run it made itself: "
+                "reproduce signs only what it ran (recon-submit reproduce ENTRY --key K)"]
+    return []
+
+
 def reconstruction_problems(claimed_sha256: str, obtained_sha256: str, run_seen: str | None) -> list[str]:
     """Why a re-run's reconstructions do not speak for the entry's file ([] when they are its bytes, or
     when the signer made the re-run itself)."""

@@ -47,17 +47,6 @@ def seen(record: ReproductionRecord, entry, made_here: bool) -> ReproductionReco
                                      "verdict": "not-reproduced" if problems else record.verdict})
 
 
-def require_entry_bytes(record: ReproductionRecord, entry) -> None:
-    """A run folder handed in (--from-run) is not a run this invocation made: its result.json's word on the
-    sandbox proves nothing. It is signed only when its reconstructions are the entry's own signed file
-    (sha256), so that the record vouches for exactly the bytes the board ranks; anything else is re-run here."""
-    expected = entry.result.payload.reconstructions.sha256
-    if record.reconstructions_sha256 != expected:
-        raise RecordError(f"{entry.folder}: the run folder's reconstructions (sha256 {record.reconstructions_sha256[:12]}…) "
-                          f"are not the entry's ({expected[:12]}…); a record is signed for a handed-in run only when "
-                          "they are (re-run it in this invocation instead: reproduce ENTRY --key K)")
-
-
 def sign_record(record: ReproductionRecord, key) -> SignedRecord:
     return SignedRecord(record=record, signature=Signature(**sign_payload(record.model_dump(mode="json"), key)))
 
@@ -101,8 +90,12 @@ def reproduce_entry(entry_dir: Path, *, key_path: Path | None = None, record_pat
     if signing:
         check_key_file(key_path)  # fail before a long run
         _listed_public_key(key_path, reproducers)
-        if from_run is None:
-            require_sandbox_available(entry)
+        if from_run is not None:
+            raise RecordError(f"{from_run}: reproduce signs only a re-run it made itself, in its own sandbox: a run "
+                              "folder handed in is its maker's word (its sandbox, its machine, its bytes: the entry's "
+                              "own file copied reads as a perfect re-run). Re-run it here: recon-submit reproduce "
+                              "ENTRY --key K (--from-run without --key compares a run folder, unsigned)")
+        require_sandbox_available(entry)
     if run_only is not None:
         return Outcome(None, None, rerun(entry, run_only, device=device, max_seconds=max_seconds,
                                          weights_dir=weights_dir, progress=progress))
@@ -113,8 +106,6 @@ def reproduce_entry(entry_dir: Path, *, key_path: Path | None = None, record_pat
     if not signing:
         return Outcome(record, None, None)
     require_sandboxed(record, entry)
-    if from_run is not None:
-        require_entry_bytes(record, entry)
     key = load_private_key(key_path)  # the attack's process tree is gone (AttackProcess waited for it)
     if public_key_b64(key.public_key()) not in reproducer_keys(reproducers):
         raise RecordError(f"{key_path}: not a reproducer key listed in the reproducers file; "

@@ -72,6 +72,8 @@ def board_reproduced_gaps(root: Path, skip: set[str]) -> Reference:
             result = parse_any_result(record.parent / RESULT_FILE)
         except (ResultError, OSError):
             continue
+        if getattr(result.payload, "sealed", None) is not None:
+            continue  # a sealed result's gap is the board's, never its own block (checks/sealed.py refuses one)
         if result.payload.membership is None or not record_accepted(record.parent, result, record.parent.parent.name):
             continue
         out.setdefault(_cell(result.payload), []).append((record.parent.parent.name, _gaps(result.payload.membership.metrics)))

@@ -6,7 +6,8 @@ reproduction tolerances elsewhere). That is a reproduction of the earlier entry,
 result and not a forgery: there is nothing new to rank. `submit` (before it writes anything) and
 `validate` (the duplicates check) say so in one line and offer the two useful ways on:
   - record it as an independent reproduction of the earlier entry (`recon-submit reproduce
-    ENTRY --from-run YOUR_RUN` compares every metric; a listed reproducer signs the record), or
+    ENTRY --from-run YOUR_RUN` compares every metric, unsigned; a listed reproducer's record comes from a
+    re-run it makes itself, `reproduce ENTRY --key K`), or
   - run again with another seed or budget, which is a new point on the board.
 
 `same_run` compares what makes a run, as a re-run made today would record it: the attack's code by

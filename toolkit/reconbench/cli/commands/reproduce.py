@@ -1,8 +1,9 @@
 """`recon-submit reproduce ENTRY_DIR`: re-run an entry from its signed provenance and compare.
 
     reproduce ENTRY --key K                 re-run, score, compare, write ENTRY/reproduction.json signed by K
-    reproduce ENTRY --run-only DIR          only re-run (the workflow's job without secrets)
-    reproduce ENTRY --from-run DIR --key K  only score DIR's reconstructions and sign (runs no attack code)
+    reproduce ENTRY --run-only DIR          only re-run, nothing signed
+    reproduce ENTRY --from-run DIR          only score DIR's reconstructions and compare (runs no attack code);
+                                            never signed: a record is signed only for a re-run made here
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ def reproduce(
     key: Optional[Path] = typer.Option(None, help="reproducer's private key: sign the record (listed in the reproducers file)"),
     record: Optional[Path] = typer.Option(None, help="where to write the signed record (default ENTRY/reproduction.json)"),
     run_only: Optional[Path] = typer.Option(None, "--run-only", help="only re-run the attack into this folder"),
-    from_run: Optional[Path] = typer.Option(None, "--from-run", help="score this run folder instead of re-running"),
+    from_run: Optional[Path] = typer.Option(None, "--from-run", help="score and compare this run folder instead of re-running (never signed: --key re-runs here)"),
     max_seconds: Optional[float] = typer.Option(None, help="skip unless the entry's recorded wall time is at most this"),
     reproducers: Optional[Path] = typer.Option(None, help="reproducer keys file (default maintainers/reproducers.toml)"),
     device: str = typer.Option("cpu", help="cpu, cuda, ..."),
@@ -44,7 +45,7 @@ def reproduce(
     from reconbench.reproduction.sign import reproduce_entry
 
     if run_only and from_run:
-        fail("--run-only and --from-run are the two halves of one reproduction: give one of them")
+        fail("--run-only and --from-run: give one of them (a run made by --run-only is compared by --from-run, unsigned)")
     try:
         outcome = reproduce_entry(entry, key_path=key, record_path=record, run_only=run_only, from_run=from_run,
                                   max_seconds=max_seconds, reproducers=reproducers, device=device, weights_dir=weights_dir,

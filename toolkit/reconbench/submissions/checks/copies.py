@@ -72,6 +72,12 @@ def _shown(hits: np.ndarray) -> str:
     return ", ".join(str(int(i)) for i in hits[:SHOW]) + (", ..." if hits.size > SHOW else "")
 
 
+def sealed(track) -> bool:
+    """A sealed draw's refusals give counts only (issue 43): which outputs copy a non-member tells the
+    submitter which are members, and validate's messages and details reach a CI log."""
+    return getattr(track, "seal", None) is not None
+
+
 def check(ctx: Context) -> list[Check]:
     try:
         pool, _ = public_space(ctx.track)
@@ -92,6 +98,10 @@ def check(ctx: Context) -> list[Check]:
     own_best, own_where = nearest_copies(ctx.images[hits], targets, ctx.device)
     own, other = hits[own_best <= COPY_MSE], hits[own_best > COPY_MSE]
     if other.size:
+        if sealed(ctx.track):
+            raise CheckFailed(f"{other.size} of {len(best)} reconstructions are exact copies of public {ctx.track.dataset} "
+                              f"images that are not among the entry's targets (per-pixel MSE <= {COPY_MSE:g}; a sealed "
+                              "draw's refusal gives counts only); an attack recovers its targets, so these can only be copies")
         lines = [f"reconstruction {int(i)} ~ public image {int(where[i])} (per-pixel MSE {best[i]:.2e})" for i in other]
         raise CheckFailed(f"{other.size} of {len(best)} reconstructions are exact copies of public {ctx.track.dataset} "
                           f"images that are not among the entry's targets (per-pixel MSE <= {COPY_MSE:g}): indices "
@@ -119,7 +129,9 @@ def _split_names(track) -> dict[bytes, str]:
 
 
 def _non_member_note(ctx: Context) -> str:
-    cal = getattr(ctx.track, "extraction", None)
+    from reconbench.core.tracks import extraction_calibration
+
+    cal = extraction_calibration(ctx.track)
     if cal is None:
         return "the track has no extraction threshold: copies of non-members within it not searched"
     return f"none within the extraction threshold (per-pixel MSE {cal.threshold:.3g}) of a public non-member image"
@@ -127,11 +139,15 @@ def _non_member_note(ctx: Context) -> str:
 
 def non_members(ctx: Context, targets: torch.Tensor) -> None:
     """Refuse copies of non-members (submissions/publiccopy.py): a reconstruction within the track's
-    extraction threshold of a public image of the whole dataset, and of none of its own targets."""
+    extraction threshold of a public image of the whole dataset, and of none of its own targets. The
+    threshold is the count's (core/tracks.extraction_calibration): a sealed draw takes its dataset's, and
+    without the key its "targets" are its whole public pool, so a copy of any image outside the pool is
+    refused here, and a copy of the pool's non-members by the keyed check (checks/sealed.py)."""
+    from reconbench.core.tracks import extraction_calibration
     from reconbench.image.data.fashion import FashionMNISTMissing
     from reconbench.submissions.publiccopy import non_member_copies, public_index
 
-    cal = getattr(ctx.track, "extraction", None)
+    cal = extraction_calibration(ctx.track)
     if cal is None:
         return
     try:
@@ -143,6 +159,11 @@ def non_members(ctx: Context, targets: torch.Tensor) -> None:
     found = non_member_copies(ctx.images, members, index, cal.threshold)
     if not found:
         return
+    if sealed(ctx.track):
+        raise CheckFailed(f"{len(found)} of {len(ctx.images)} reconstructions are within the extraction threshold "
+                          f"(per-pixel MSE {cal.threshold:.3g}) of public {ctx.track.dataset} images outside the draw's "
+                          "pool (a sealed draw's refusal gives counts only); an attack recovers members, so copies of "
+                          "non-members are evidence of carried data")
     names = _split_names(ctx.track)
     images = index.pixels
     lines = [f"reconstruction {h.reconstruction} ~ public {ctx.track.dataset} image {h.public} "

@@ -10,7 +10,8 @@
   within the reproduction tolerances, exactly as `reproduce` compares them (reproduction/compare.py),
   and so are the scenario and query counts the re-run reported (schema_version 2 records), and the
   re-run's reconstructions hash with the entry's file (a run the signer did not make itself must have
-  made these very bytes: compare.reconstruction_problems). Only a
+  made these very bytes: compare.reconstruction_problems); a record of a handed-in run (`--from-run --key`
+  of an earlier toolkit) lifts nothing at all (compare.handed_in_problems). Only a
   record with verdict "reproduced" whose own numbers agree with the claim lifts the trust level to
   "reproduced"; one whose numbers contradict the claim is reported and lifts nothing.
 """
@@ -105,6 +106,7 @@ def record_accepted(entry_dir: Path, result, team: str) -> bool:
     problems = compare.metric_problems(compare.compare_metrics(payload.metrics, rec.metrics))
     if rec.reported_by_run is not None:
         problems += compare.run_problems(compare.run_checks(payload, rec.reported_by_run))
+    problems += compare.handed_in_problems(rec.run_seen)
     return not problems
 
 
@@ -136,6 +138,7 @@ def check(ctx: Context) -> list[Check]:
         problems += compare.run_problems(compare.run_checks(payload, rec.reported_by_run))
     # the entry's file hashes to payload.reconstructions.sha256 (checked by the reconstructions stage)
     problems += compare.reconstruction_problems(payload.reconstructions.sha256, rec.reconstructions_sha256, rec.run_seen)
+    problems += compare.handed_in_problems(rec.run_seen)  # signed only for a re-run the signer made
     line = ", ".join(f"{c.metric} {c.obtained:.4g}" for c in comparisons if c.obtained is not None)
     where = (f"by {who}, re-run on {rec.reported.device} as the run job reported it "
              f"(scored with toolkit {rec.toolkit_commit[:10] if rec.toolkit_commit else rec.toolkit_version})")

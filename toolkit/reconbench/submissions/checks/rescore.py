@@ -280,7 +280,8 @@ def extraction_check(ctx: Context, actual) -> list[Check]:
     """rescore.extraction: the count (core/extraction.py) recomputed. Its distances are exact (float64
     from integer grey levels), so k and j must match exactly and p within P_TOLERANCE; an entry
     written before the count existed claims none, and one signed at an earlier calibration of the
-    track's threshold claims other constants: both are computed here and shown, never trusted."""
+    track's threshold (one the registry lists in retired_extraction) claims other constants: both are
+    computed here and shown, never trusted. A count at constants the registry never held fails."""
     ctx.extraction = actual
     if actual is None:
         return [Check("rescore.extraction", "not-run", "the track has no extraction calibration in the registry")]
@@ -290,10 +291,16 @@ def extraction_check(ctx: Context, actual) -> list[Check]:
                                                     f"re-scored here: {actual.sentence()}")]
     moved = [f"{f} {getattr(claimed, f):.8g}" for f in ("threshold", "pair_rate") if getattr(claimed, f) != getattr(actual, f)]
     if moved:
-        # Signed at another calibration (the registry's moved since, as digits' did): a claim at other
-        # constants cannot be checked against these, and the board shows only the count re-scored here.
-        return [Check("rescore.extraction", "pass", f"count claimed at another calibration ({', '.join(moved)}); "
-                                                    f"re-scored at the registry's: {actual.sentence()}")]
+        # Signed at an earlier calibration that the registry records (retired_extraction: digits' moved
+        # once): re-scored at the current one and shown so. Any other constants are refused (issue 43): a
+        # count at a threshold of the entry's choosing is a claim the board never made.
+        retired = [(r.threshold, r.pair_rate) for r in getattr(ctx.track, "retired_extraction", [])]
+        if (claimed.threshold, claimed.pair_rate) not in retired:
+            return [Check("rescore.extraction", "fail", f"count claimed at a calibration the registry never held for "
+                                                        f"track '{ctx.track.id}' ({', '.join(moved)}; the registry's: "
+                                                        f"threshold {actual.threshold:.8g}, pair_rate {actual.pair_rate:.8g})")]
+        return [Check("rescore.extraction", "pass", f"count claimed at an earlier calibration of the track "
+                                                    f"({', '.join(moved)}); re-scored at the registry's: {actual.sentence()}")]
     problems = [f"{f} {getattr(claimed, f)} claimed, {getattr(actual, f)} recomputed"
                 for f in ("members", "n_members", "holdout", "n_holdout", "extracted") if getattr(claimed, f) != getattr(actual, f)]
     problems += [f"{f} {getattr(claimed, f):.6g} claimed, {getattr(actual, f):.6g} recomputed" for f in ("p", "p_relabel")

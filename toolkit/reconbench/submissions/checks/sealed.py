@@ -7,9 +7,14 @@ A result on a sealed track carries no membership gap: its members are drawn from
   present, counts only under the signature of the draw's record signer pinned in the registry
   (core/sealed_records.py): a record written or changed by hand fails, rather than being shown as
   CI's numbers (re-checked by every keyed validation and, after the reveal, by anyone: `seal verify`);
+- always: the result names its draw (track id, entry id, the marker's group, draw, pool and commitment;
+  the registry check holds target.model_sha256 and target_set_sha256 to the draw's model and pool), and
+  carries no `membership` block: a sealed result's gap and count are the board's, computed with the
+  key, never read from the entry (a forged block was read by the findings page: issue 43);
 - with the key (`validate --seal-key PATH`: CI, maintainers): opens the published commitment, fails
-  the entry when a reconstruction is an exact copy of a Fashion-MNIST image that is not a member of
-  the draw (only data carried into the run gives one), computes the gap and the extraction count,
+  the entry when a reconstruction is within the extraction threshold (the count's) of a Fashion-MNIST
+  image that is not a member of the draw (only data carried into the run gives one; the message gives
+  counts only, never which outputs), computes the gap and the extraction count,
   and compares them with sealed.json (a record that differs, or is not signed, fails); `write_sealed`
   writes a missing one, signed, and signs one whose numbers match but that has no valid signature.
 """
@@ -44,6 +49,25 @@ def _read_record(ctx: Context) -> dict | None:
     return record
 
 
+def relabel_problem(payload, track) -> str | None:
+    """Why a result on sealed draw `track` is not a result of that draw as evaluate writes one, or None.
+    A draw is named by its model's and pool's hashes (the registry check holds target.* to them); the
+    entry id evaluate made begins with the draw's track id; and the membership gap and the extraction
+    count are the board's (scored with the key): a `membership` block in a sealed result is forged."""
+    if payload.target.model_sha256 != track.target_model_sha256:
+        return (f"target.model_sha256 {payload.target.model_sha256[:12]}… is not the model of sealed draw "
+                f"'{track.id}' ({str(track.target_model_sha256)[:12]}…): a run of another draw, relabelled")
+    if payload.target.target_set_sha256 != track.seal.pool_sha256 and payload.target.target_set_sha256 != track.update_set_sha256:
+        return f"target.target_set_sha256 is not the pool of sealed draw '{track.id}'"
+    if not payload.entry_id.startswith(f"{track.id}-"):
+        return (f"entry_id '{payload.entry_id}' does not begin with its draw's track id '{track.id}-' as evaluate writes "
+                "it: a result of another draw, relabelled")
+    if getattr(payload, "membership", None) is not None:
+        return ("a sealed result carries a `membership` block; on a sealed draw the membership gap and the extraction "
+                "count are computed by the board with the key (sealed.json), never read from the entry")
+    return None
+
+
 def check(ctx: Context) -> list[Check]:
     seal = getattr(ctx.track, "seal", None)
     marker = getattr(ctx.result.payload, "sealed", None)
@@ -55,6 +79,9 @@ def check(ctx: Context) -> list[Check]:
             (seal.group, seal.draw, seal.pool_sha256, seal.commitment):
         raise CheckFailed(f"result.json: track '{ctx.track.id}' is sealed, but the payload's sealed marker does not name "
                           f"its draw, pool and commitment ({seal.group} draw {seal.draw}, commitment {seal.commitment[:12]}…)")
+    problem = relabel_problem(ctx.result.payload, ctx.track)
+    if problem:
+        raise CheckFailed(f"result.json: {problem}")
     from reconbench.core.sealed_records import sign_record, signature_problem, unsigned
 
     recorded = _read_record(ctx)
@@ -76,10 +103,14 @@ def check(ctx: Context) -> list[Check]:
     except SealError as exc:
         raise CheckFailed(str(exc)) from None
     if other.size:
-        raise CheckFailed(f"{other.size} of {len(ctx.images)} reconstructions are exact copies of Fashion-MNIST images "
-                          f"that are not members of sealed draw {seal.draw} of {seal.group} (indices "
-                          f"{', '.join(map(str, other[:10].tolist()))}): no reconstruction returns a non-member "
-                          "verbatim, so these were carried into the run (a smuggled candidate set)")
+        # A count only: which outputs copy a non-member would tell the submitter which are members, and
+        # this message reaches the sealed job's log (issue 43).
+        threshold = sealed.calibration(ctx.track).threshold
+        raise CheckFailed(f"{other.size} of {len(ctx.images)} reconstructions are within the extraction threshold "
+                          f"(per-pixel MSE {threshold:.3g}) of Fashion-MNIST images that are not members of sealed draw "
+                          f"{seal.draw} of {seal.group}, and of no member: no reconstruction comes that close to a "
+                          "non-member, so these were carried into the run (a smuggled candidate set). Which ones is "
+                          "not said: that would tell members apart")
     fresh = sealed.record(ctx.track, ctx.seal_key, ctx.result.payload.entry_id, _payload_sha256(ctx), ctx.images,
                           ctx.labels, ctx.device)
     if recorded is not None and not sealed.same_numbers(unsigned(recorded), fresh):
