@@ -1,8 +1,11 @@
 # Two entry points for a fresh machine (see README):
 #   make evaluate   install, then run `recon-submit evaluate` on the embedded default
-#   make test       install with the test and cluster (Ray) extras, then run the whole test suite
-#   make test-fast / test-slow   the default set (pytest -m "not slow") / the slow set (CI runs both, side by side)
-#   make test-fast TESTS=tests/test_x.py   the default set of some modules only
+#   make test       install with the test and cluster (Ray) extras, then run the default set (pytest -m "not slow"),
+#                   with a progress line and an ETA every half minute (tests/progress_eta.py)
+#   make test-slow  the slow set (pytest -m slow: real budgets, site builds, the browser); make test-all: both
+#   make test TESTS=tests/test_x.py   the default set of some modules only (make test-fast: the same as make test)
+#   make test-portable   the tests that compare float kernels' numbers with pinned ones, under other kernels
+#                   and another thread count (issue 47; .ci/run runs it after both sets)
 # Nothing is activated: the tools are in $(VENV)/bin/ (docs/install.md).
 # torch is installed first and pinned, so no dependency picks another torch.
 PYTHON ?= python3
@@ -19,7 +22,7 @@ TORCH_INDEX ?=
 PYTEST_WORKERS ?= auto
 PYTEST := $(BIN)/python -m pytest -q -rs $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
 
-.PHONY: install install-test sandbox fashion-data evaluate test test-fast test-slow site bench clean
+.PHONY: install install-test sandbox fashion-data evaluate test test-fast test-slow test-all test-portable site bench clean
 
 # Fashion-MNIST for the fashion-* tracks: Debian's package where apt exists (as root, or with sudo);
 # elsewhere the toolkit downloads the Hub's pinned parquet copy on first use.
@@ -69,13 +72,20 @@ evaluate: install
 	$(BIN)/recon-submit evaluate
 
 test: install-test
-	$(PYTEST)
-
-test-fast: install-test
 	$(PYTEST) -m "not slow" $(TESTS)
 
+test-fast: test
+
 test-slow: install-test
-	$(PYTEST) -m slow
+	$(PYTEST) -m slow $(TESTS)
+
+test-all: test test-slow
+
+# Another kernel setting than the machine's own (ATen's scalar code, oneDNN and MKL held to SSE4) and one
+# thread where the default is one per core: what these tests promise holds on any CPU (docs/fashion.md).
+OTHER_KERNELS := ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41 MKL_ENABLE_INSTRUCTIONS=SSE4_2 OMP_NUM_THREADS=1
+test-portable: install-test
+	$(OTHER_KERNELS) $(PYTEST) -m portable $(TESTS)
 
 site: install
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict  # no theme end-of-life banner

@@ -39,13 +39,14 @@ NONE = "none"
 ATTACK_ROOT = "/attack"  # where a bring-your-own attack's signed source appears, read-only
 HOME = "/tmp/home"  # the attack's $HOME: inside its private /tmp
 # Variables the attack's process may inherit (exact names, then prefixes): locale, terminal width,
-# and the thread, BLAS and CUDA settings that make a run reproducible. Never a name that says
+# and the thread, kernel (ATen's instruction set, oneDNN's, MKL's), BLAS and CUDA settings that make a
+# run reproducible: an evaluator held to other kernels gets the same bytes in the sandbox as in-process. Never a name that says
 # token, secret, password or key, whatever its prefix.
 ENV_NAMES = {"LANG", "LANGUAGE", "TZ", "TERM", "COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "PYTHONHASHSEED",
              "PYTHONWARNINGS", "PYTHONUNBUFFERED", "PYTHONFAULTHANDLER", "PYTHONIOENCODING", "PYTHONUTF8",
              "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUBLAS_WORKSPACE_CONFIG", "LOKY_MAX_CPU_COUNT",
-             "TOKENIZERS_PARALLELISM", "SYSTEMROOT", "PATHEXT", "WINDIR", "LD_LIBRARY_PATH"}
-ENV_PREFIXES = ("LC_", "OMP_", "MKL_", "OPENBLAS_", "KMP_", "GOMP_", "NUMEXPR_", "VECLIB_", "PYTORCH_CUDA_",
+             "TOKENIZERS_PARALLELISM", "SYSTEMROOT", "PATHEXT", "WINDIR", "LD_LIBRARY_PATH", "ATEN_CPU_CAPABILITY"}
+ENV_PREFIXES = ("LC_", "OMP_", "MKL_", "ONEDNN_", "DNNL_", "OPENBLAS_", "KMP_", "GOMP_", "NUMEXPR_", "VECLIB_", "PYTORCH_CUDA_",
                 "NVIDIA_", "CUDA_LAUNCH_", "RECONBENCH_ATTACK_")
 ENV_NEVER = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "AUTH")
 # Outside the sandbox the attack keeps the host's search path and home (it has them anyway).
