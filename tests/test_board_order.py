@@ -79,7 +79,8 @@ def test_the_board_says_its_order_keeps_likeness_sortable_and_the_references():
     page = pages.markdown["leaderboards/digits.md"] + "".join(pages.fragments.values())
     text = " ".join(html.unescape(re.sub(r"<[^>]+>", "", page)).split())
     assert "Order: by evidence, not by likeness" in text
-    assert "extracts > recovers > membership signal > no evidence" in text and "reference baselines" in text
+    assert "extracts > recovers > membership signal > no evidence" in text and "the reference baselines" in text
+    assert "likeness to the targets is no evidence" in text
     assert "5 ranked by evidence: verdict tier, then the SSIM gap's lower bound, then SSIM" in text
     heads = re.findall(r"<th([^>]*)>([^<]+)", page)
     names = [h.strip() for _, h in heads]

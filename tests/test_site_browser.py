@@ -162,8 +162,9 @@ def test_readable_on_a_390_px_phone(site, browser):
         page.wait_for_function("document.querySelectorAll('.rb-chart .scatterlayer .point').length >= 3")
         # the page itself never scrolls sideways (wide tables scroll inside their own box)
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
-        # rank, attack, the verdict (issue 45) and the SoK metrics are on screen without scrolling
-        for header in ("#", "Attack", "Verdict", "SSIM", "PSNR"):
+        # rank, attack, the verdict (issue 45) and the first SoK metric are on screen without scrolling (the
+        # verdict took PSNR's place there: the other metrics scroll inside the table's box)
+        for header in ("#", "Attack", "Verdict", "SSIM"):
             box = page.locator(header_selector(page, header)).bounding_box()
             assert box and box["x"] >= 0 and box["x"] + box["width"] <= 390, (header, box)
         badges = page.locator(f"{BOARD} tbody .rb-tier")  # every entry's verdict badge, whole

@@ -60,8 +60,8 @@ ORDER = " > ".join(WORDS)  # "extracts > recovers > membership signal > no evide
 # The verdict words this module replaced: no page or command may show them as a verdict.
 RETIRED = ("leaks", "leak shown", "no measurable leakage", "recovers training data")
 VERDICT_TEXT = {t.word: t.means for t in TIERS}  # word -> what it means (templates' tooltips)
-ORDER_WHY = ("evidence that the reconstructions carry the training data, strongest first: likeness to the targets "
-             "alone is no such evidence (the reference baselines, which know no member, look most like them)")
+ORDER_WHY = ("likeness to the targets is no evidence that the reconstructions carry the training data: the reference "
+             "baselines, which know no member, look most like them")
 
 
 def label(t: Tier | None, count: int | None = None) -> str | None:
