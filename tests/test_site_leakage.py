@@ -43,7 +43,7 @@ def test_the_board_has_a_gap_column_per_metric_beside_the_sok_columns(bundle):
     assert re.search(r'<span class="rb-gap">[+-]\d\.\d{3}</span> <span class="rb-interval">\[[+-]\d\.\d{3}, [+-]\d\.\d{3}\]', html)
     # MI-Face on digits: no gap, no member extracted; the verdict's p beside the threshold it was held to
     assert '<span class="rb-verdict rb-tier rb-tier-no-evidence"' in html and ">no evidence</span>" in html
-    assert re.search(r'<span class="rb-held">SSIM p [\d.]+ &gt; 0\.0025 = 0\.01 / 4 metrics</span>', html)
+    assert re.search(r'<span class="rb-held">(SSIM|PSNR|MSE|KNN distance) p [\d.]+ &gt; 0\.0025 = 0\.01 / 4 metrics</span>', html)
     # reference rows show their own gap (what 0 looks like)
     foot = html[html.index("rb-references"):]
     assert "rb-interval" in foot

@@ -97,7 +97,7 @@ def row_extraction(row: dict) -> SimpleNamespace | None:
         return None
     return SimpleNamespace(members=int(members), n_members=int(_finite(row.get("extracted_of")) or 0),
                            holdout=int(_finite(row.get("extracted_holdout")) or 0), p=float(row["extraction_p"]),
-                           extracts=row.get("extracts") is True)
+                           extracts=isinstance(row.get("extracts"), (bool, np.bool_)) and bool(row["extracts"]))
 
 
 def row_verdict(row: dict, gaps: dict) -> dict:
