@@ -2,8 +2,8 @@
 
     nice -n 10 .venv/bin/python scripts/extraction_table.py          # every image entry under submissions/
 
-One row per entry: its track and scenario, the count ("extracts k of n members (holdout: j), p",
-core/extraction.py), the relabelling p, the badge, and how many reconstructions the copies check
+One row per entry: its track and scenario, the count ("k of n members extracted against j holdout items,
+p ...", core/extraction.py and core/verdict.py), the relabelling p, the verdict "extracts k" where it fires, and how many reconstructions the copies check
 refuses as copies of public non-members (submissions/publiccopy.py; 0 for every honest entry). The same function validate's rescore stage
 runs (image/metrics/extraction.image_extraction on the entry's reconstructions, the track's target set
 or update set and its holdout, the registry's calibration), without the other metrics, so the whole
@@ -19,6 +19,7 @@ from pathlib import Path
 def main(argv: list[str]) -> int:
     from reconbench.core.envelope import RESULT_FILE, ResultError
     from reconbench.core.tracks import TrackError, get_track
+    from reconbench.core.verdict import EXTRACTS, count_text, label
     from reconbench.image.metrics.extraction import image_extraction
     from reconbench.image.results import RECONSTRUCTIONS_FILE, load_reconstructions
     from reconbench.image.track_files import load_splits
@@ -43,8 +44,8 @@ def main(argv: list[str]) -> int:
         target, holdout = (s.update, s.update_holdout) if dynamic else (s.target, s.holdout)
         e = image_extraction(images, labels, target.images, target.labels, holdout.images, holdout.labels,
                              track.extraction.threshold, track.extraction.pair_rate)
-        print(f"| {result_file.parent.name} | {track.id} | {payload.scenario} | {e.sentence()} | {e.p_relabel:.2g} | "
-              f"{'extracts %d member%s' % (e.members, '' if e.members == 1 else 's') if e.extracts else '–'} | "
+        print(f"| {result_file.parent.name} | {track.id} | {payload.scenario} | {count_text(e)} | {e.p_relabel:.2g} | "
+              f"{label(EXTRACTS, e.members) if e.extracts else '–'} | "
               f"{len(non_member_copies(images, target.images, public_index(track), track.extraction.threshold))} |",
               flush=True)
     return 0

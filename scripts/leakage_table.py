@@ -4,10 +4,10 @@
     .venv/bin/python scripts/leakage_table.py --metrics ssim bleu
 
 One row per entry and metric: the metric against the target set, against the holdout, the gap
-(positive = closer to the members), its 95% interval, p (one-sided), and the entry's verdict (the
-board's badge: "membership signal (p < 0.01)" when the smallest p of its metrics, Bonferroni over
-them, is below 0.01), and the entry's extraction count ("extracts k of n members (holdout: j), p",
-core/extraction.py). Every number comes from validate_board (re-scoring on), never from a claim.
+(positive = closer to the members), its 95% interval, p (one-sided), the entry's verdict in the board's
+words and by the board's rule (core/verdict.py: extracts k, membership signal, no evidence), and the
+entry's extraction count ("k of n members extracted against j holdout items, p ...", core/extraction.py).
+Every number comes from validate_board (re-scoring on), never from a claim.
 """
 
 from __future__ import annotations
@@ -16,16 +16,17 @@ import argparse
 import sys
 from pathlib import Path
 
-from reconbench.image.metrics.membership import entry_leaks
+from reconbench.core.verdict import entry_verdict
 
 SHOWN = ("mse", "psnr", "ssim", "knn_dist", "bleu", "rouge_l", "similarity", "exact_match")
 
 
-def verdict(membership: dict) -> str:
-    ps = [g.p for g in membership.values() if g.status == "computed" and g.p is not None]
-    if not ps:
+def verdict(membership: dict, extraction=None) -> str:
+    """The board's verdict (core/verdict.py), with the p it rests on and the threshold it was held to."""
+    v = entry_verdict(membership, extraction)
+    if v.tier is None:
         return "no gap"
-    return "membership signal (p < 0.01)" if entry_leaks(ps) else "no measurable leakage"
+    return f"{v.label} ({v.signal_p})" if v.signal_p else v.label
 
 
 def rows(root: Path, metrics: tuple[str, ...]) -> list[list[str]]:
@@ -35,7 +36,7 @@ def rows(root: Path, metrics: tuple[str, ...]) -> list[list[str]]:
     for r in validate_board(None, root, rescore=True).entries:
         if not r.is_entry or not r.membership:
             continue
-        badge = verdict(r.membership)
+        badge = verdict(r.membership, getattr(r, "extraction", None))
         count = r.extraction.sentence() if getattr(r, "extraction", None) is not None else "no count"
         for name in metrics:
             g = r.membership.get(name)

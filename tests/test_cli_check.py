@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from reconbench.cli import app
 from reconbench.core.signing import load_private_key, sign_payload
-from reconbench.leaderboard.leakage import VERDICT_TEXT, verdict
+from reconbench.core.verdict import WORDS, entry_verdict
 from reconbench.text.results import parse_any_result
 
 runner = CliRunner()
@@ -39,8 +39,14 @@ def test_evaluate_ends_with_each_gap_and_the_board_s_verdict(run):
     for name, g in tested.items():
         row = next(line for line in table.splitlines() if re.match(rf"\W*{name}\W", line))
         assert f"{g.gap:+.4g}" in row and f"[{g.low:+.4g}, {g.high:+.4g}]" in row and f"{g.p:.3g}" in row
-    _, label = verdict(dict(payload.membership.metrics))  # the board's rule and words, not a restatement
-    assert f"verdict: {label}: {VERDICT_TEXT[label]}" in " ".join(output.split())
+    v = entry_verdict(dict(payload.membership.metrics), payload.membership.extraction)  # the board's rule and words
+    line = next(line for line in " ".join(output.split()).split("verdict: ")[1:] if line)
+    assert v.tier.word in WORDS and line.startswith(f"{v.label} (extraction count: ")
+    # the verdict line carries the extraction count and each p beside the threshold it was held to
+    e = payload.membership.extraction
+    assert f"{e.members} of {e.n_members} members extracted against {e.holdout} holdout item" in line
+    assert f"mean gap: {v.signal_p}" in line and re.search(r"p [\d.e-]+ [<>≥] [\d.e-]+ = 0\.01 / \d metrics", line)
+    assert f"). {v.tier.means[0].upper()}{v.tier.means[1:]}" in line
 
 
 def test_check_runs_the_no_board_checks_and_ends_with_one_line(run):
@@ -52,7 +58,9 @@ def test_check_runs_the_no_board_checks_and_ends_with_one_line(run):
     last = [line for line in res.output.splitlines() if line.strip()][-1]
     assert last.startswith(f"OK: {folder} passes the 7 checks that need no board (trust when submitted: re-scored)")
     assert "this-run" not in res.output and "reconbench-check-" not in res.output  # the staging is not shown
-    assert "verdict: " in res.output
+    verdict_line = " ".join(res.output.split()).split("verdict: ")[1]
+    assert verdict_line.startswith(("no evidence (", "membership signal (", "extracts "))  # the tier words
+    assert "(extraction count: " in verdict_line and " members extracted against " in verdict_line
 
 
 def test_check_re_scores_a_claim_the_reconstructions_do_not_support(run, tmp_path, signing_key):

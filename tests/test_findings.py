@@ -226,7 +226,7 @@ def test_label_bookkeeping_is_read_from_the_note_and_taken_out_of_quality():
 
 def test_membership_table_uses_the_boards_corrected_rule(tmp_path):
     """p = 0.006 on one of three metrics is significant alone, not after Bonferroni (0.018 > 0.01): the
-    page says 'no measurable leakage', as the board does."""
+    page says 'no evidence', as the board does, with the threshold the p was held to."""
     folder = tmp_path / "e"
     folder.mkdir()
     (folder / "result.json").write_text(json.dumps({"payload": {"membership": {"metrics": {
@@ -234,11 +234,13 @@ def test_membership_table_uses_the_boards_corrected_rule(tmp_path):
     row = entry("fashion-n100", "deepdream", WB, ssim=0.2) | {"entry_dir": str(folder)}
     _, gaps = findings.verdicts(frame(row), CONDITIONS)
     assert gaps[0]["leaks"] is False and gaps[0]["significant"] == [] and gaps[0]["tests"] == 3
+    assert gaps[0]["verdict"] == "no evidence" and gaps[0]["held"] == "SSIM p 0.006 > 0.0033 = 0.01 / 3 metrics"
     data = json.loads((folder / "result.json").read_text())
     data["payload"]["membership"]["metrics"]["ssim"]["p"] = 0.001
     (folder / "result.json").write_text(json.dumps(data))
     _, gaps = findings.verdicts(frame(row), CONDITIONS)
     assert gaps[0]["leaks"] is True and gaps[0]["significant"] == ["ssim"]
+    assert gaps[0]["verdict"] == "membership signal" and gaps[0]["held"] == "SSIM p 0.001 < 0.0033 = 0.01 / 3 metrics"
 
 
 def test_gan_attacks_against_the_per_class_aux_mean_need_seeds():

@@ -90,7 +90,9 @@ def check_board(page) -> None:
 
     initial = column_values(page, "SSIM")
     assert len(initial) == 2 and len(set(initial)) == 2, initial
-    assert initial == sorted(initial, reverse=True), "the board starts best first (SSIM, higher is better)"
+    # the board starts in its default order, by evidence (issue 45): verdict tier first, strongest first
+    tiers = column_values(page, "Verdict")
+    assert tiers == sorted(tiers, reverse=True) and column_values(page, "#") == [1, 2]
     ssim = header_selector(page, "SSIM")
     assert page.get_attribute(ssim, "data-better") == "higher"
 
@@ -100,7 +102,7 @@ def check_board(page) -> None:
     page.click(ssim)  # second click: reversed
     assert page.get_attribute(ssim, "aria-sort") == "ascending"
     after = column_values(page, "SSIM")
-    assert after == sorted(initial) and after != initial
+    assert after == sorted(initial) and after != sorted(initial, reverse=True)
 
     mse = header_selector(page, "MSE")
     page.click(mse)  # MSE: lower is better, so the first click sorts ascending
@@ -118,7 +120,7 @@ def test_leaderboard_page_draws_sorts_and_filters(site, desktop):
     desktop.goto(f"{site}/leaderboards/digits/")
     assert "Leaderboard: digits" in desktop.text_content("h1")
     check_board(desktop)
-    desktop.click(header_selector(desktop, "#"))  # back to the default view for the screenshot: best first
+    desktop.click(header_selector(desktop, "#"))  # back to the default view for the screenshot: by evidence
     desktop.evaluate("window.scrollTo(0, 0)")
     desktop.wait_for_timeout(500)  # let material's header transitions settle
     path = OUTPUT / "site-leaderboard.png"
@@ -160,10 +162,16 @@ def test_readable_on_a_390_px_phone(site, browser):
         page.wait_for_function("document.querySelectorAll('.rb-chart .scatterlayer .point').length >= 3")
         # the page itself never scrolls sideways (wide tables scroll inside their own box)
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
-        # rank, attack and the SoK metrics are on screen without scrolling
-        for header in ("#", "Attack", "SSIM", "PSNR"):
+        # rank, attack, the verdict (issue 45) and the first SoK metric are on screen without scrolling (the
+        # verdict took PSNR's place there: the other metrics scroll inside the table's box)
+        for header in ("#", "Attack", "Verdict", "SSIM"):
             box = page.locator(header_selector(page, header)).bounding_box()
             assert box and box["x"] >= 0 and box["x"] + box["width"] <= 390, (header, box)
+        badges = page.locator(f"{BOARD} tbody .rb-tier")  # every entry's verdict badge, whole
+        assert badges.count() >= 2
+        for i in range(badges.count()):
+            box = badges.nth(i).bounding_box()
+            assert box and box["x"] >= 0 and box["x"] + box["width"] <= 390, box
         # charts fit the screen, show no toolbar over their title, and keep the legend inside the figure
         charts = page.evaluate("""[...document.querySelectorAll('.rb-plot')].map(p => {
             const svg = p.querySelector('.main-svg').getBoundingClientRect();

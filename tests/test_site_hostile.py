@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 
 import numpy as np
@@ -160,7 +161,8 @@ def test_claimed_values_never_rank(site):
     fab = entries(out)[("mallory", "digits-fabricated-fid")]
     assert fab["trust"] == "signed" and fab["fid"] is None and fab["fid_claimed"] == 0.5
     board = (out / "leaderboards/digits/index.html").read_text()
-    assert "ranked by SSIM" in board  # no verified FID anywhere: FID cannot decide the order
+    # no verified FID anywhere: FID cannot break a tie (the order is by evidence first: issue 45)
+    assert re.search(r"ranked by evidence: verdict tier(, then the [\w ]+ gap's lower bound)?, then SSIM", board)
     assert "claimed, unverified" in board and "rb-claimed" in board
     csv = (out / "downloads/leaderboard.csv").read_text().splitlines()
     assert "fid_claimed" in csv[0].split(",")

@@ -33,14 +33,17 @@ def test_the_board_has_a_gap_column_per_metric_beside_the_sok_columns(bundle):
     html = _html(bundle, "leaderboards/digits.md")
     heads = [h.strip() for h in re.findall(r"<th[^>]*>([^<]+)", html)]
     assert [h for h in heads if h in ("SSIM", "PSNR", "MSE")] == ["SSIM", "PSNR", "MSE"]
-    for label in ("SSIM gap", "PSNR gap", "MSE gap", "Leakage"):
+    for label in ("SSIM gap", "PSNR gap", "MSE gap", "Verdict"):
         assert label in heads, (label, heads)
     assert any(h.startswith("Lift (") for h in heads)
     # the SoK's columns come first, untouched; then the gaps (sortable numbers) with their interval
     assert heads.index("SSIM") < heads.index("SSIM gap")
+    assert heads.index("Verdict") < heads.index("SSIM")  # the verdict right after the attack: in view on a phone
     assert re.search(r'data-sort="number"[^>]*class="rb-gap-col"', html)
     assert re.search(r'<span class="rb-gap">[+-]\d\.\d{3}</span> <span class="rb-interval">\[[+-]\d\.\d{3}, [+-]\d\.\d{3}\]', html)
-    assert "no measurable leakage" in html  # MI-Face on digits: no gap
+    # MI-Face on digits: no gap, no member extracted; the verdict's p beside the threshold it was held to
+    assert '<span class="rb-verdict rb-tier rb-tier-no-evidence"' in html and ">no evidence</span>" in html
+    assert re.search(r'<span class="rb-held">(SSIM|PSNR|MSE|KNN distance) p [\d.]+ &gt; 0\.0025 = 0\.01 / 4 metrics</span>', html)
     # reference rows show their own gap (what 0 looks like)
     foot = html[html.index("rb-references"):]
     assert "rb-interval" in foot
@@ -63,7 +66,7 @@ def test_the_home_page_counts_only_entries_that_leak(bundle):
     b, _ = bundle
     home = b.fragments["home-best"]
     assert "<table" not in home  # the MI-Face entry ranks on its board but recovers no training data
-    assert "none of which recovers training data" in home
+    assert "none of which shows evidence" in home
 
 
 def test_the_methodology_table_is_computed_from_the_entries(bundle):
@@ -97,7 +100,7 @@ def test_the_board_shows_its_calibration_and_the_extraction_count(bundle):
 
     html = _html(bundle, "leaderboards/digits.md")
     heads = [h.strip() for h in re.findall(r"<th[^>]*>([^<]+)", html)]
-    assert "Extraction" in heads and heads.index("Leakage") < heads.index("Extraction")
+    assert "Extraction" in heads and heads.index("Verdict") < heads.index("Extraction")
     assert re.search(r'<span class="rb-extraction"[^>]*>0 of 500</span><span class="rb-interval">holdout: 0, p ', html)
     cal = track_calibration("digits")
     assert "What a verdict can mean here" in html
@@ -107,4 +110,5 @@ def test_the_board_shows_its_calibration_and_the_extraction_count(bundle):
     b, _ = bundle
     page = next(k for k in b.files if k.startswith("entries/") and k.endswith("index.md"))
     entry = _html(bundle, page)
-    assert "Extraction count" in entry and "extracts 0 of 500 members (holdout: 0)" in entry
+    assert "Extraction count" in entry and "0 of 500 members extracted against 0 holdout items, p " in entry
+    assert "extracts 0" not in entry  # "extracts k" is the verdict of a count that fires, never a count of 0

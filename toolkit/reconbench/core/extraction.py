@@ -93,6 +93,8 @@ class Extraction:
         return self.members > self.holdout and self.p < ALPHA
 
     def sentence(self) -> str:
+        # recorded as "text" in every sealed.json (image/sealed_scores.py), which validate compares field by
+        # field with a fresh record: its words stay as they were signed. Pages show ExtractionResult's.
         return (f"extracts {self.members} of {self.n_members} members (holdout: {self.holdout} of {self.n_holdout}), "
                 f"p {format_p(self.p)}")
 
@@ -223,5 +225,7 @@ class ExtractionResult(BaseModel):
         return self.members > self.holdout and self.p < ALPHA
 
     def sentence(self) -> str:
-        return (f"extracts {self.members} of {self.n_members} members (holdout: {self.holdout}), "
-                f"p {format_p(self.p)}")
+        """The count, not a verdict (the verdict word "extracts k" is core/verdict.py's, for a count that fires)."""
+        from reconbench.core.verdict import count_text
+
+        return count_text(self)

@@ -57,7 +57,7 @@ SEED = 0
 TOP_K = 64
 CHUNK = 250
 LEVEL = 0.95
-ALPHA = 0.01  # the verdicts' level: "membership signal (p < 0.01)", "extracts k members"
+ALPHA = 0.01  # the verdicts' level (core/verdict.py): "membership signal", "extracts k"
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,9 @@ training images of the target model, a dynamic one the 100 images of an update; 
 attacker never sees a parameter), so a track's board is split into one table per cell
 (training type / model access / data access, SoK Def. 3.1), each ranked on its own, with the
 reference baselines that apply to it. Image and text boards share this (modality-neutral: the
-caller passes its sort function and its metric columns).
+caller passes its sort function and its metric columns). The sort functions order a table by evidence
+(leaderboard/leakage.by_evidence): verdict tier, then the lead gap's lower bound; the likeness columns
+stay sortable on the page.
 
 A metric column that no entry of a table fills (verified or claimed) is hidden, and one line under
 the table says which and why, e.g. FID where the Inception weights were not available. Columns are
@@ -19,6 +21,8 @@ import re
 from collections.abc import Callable, Sequence
 
 import pandas as pd
+
+from reconbench.leaderboard.leakage import lead_gap
 
 TRAINING_ORDER = ("static", "dynamic")
 ACCESS_ORDER = ("white-box", "black-box")
@@ -97,6 +101,7 @@ def groups(rows: pd.DataFrame, sort: Callable[[pd.DataFrame], pd.DataFrame], can
         title = cell_title(scenario) if len(key) == 1 else f"{key[0]} · {cell_title(scenario)}"
         out.append(dict(key=key, cell=scenario, training=scenario.split("/")[0], title=title, rows=part, references=refs, metrics=shown, hidden=hidden,
                         rank_metric=rank_metric(part), ranked_count=int(part["position"].notna().sum()),
+                        lead_gap=lead_gap(part[part["position"].notna()]),  # the gap whose interval orders it after the tier
                         knowledge=describe(scenario, part) if describe else ""))
     return out
 

@@ -4,9 +4,10 @@
 For each defended track (a registry row with `variant` dp or prune beside the undefended track it
 derives from) the page sets out its utility (test accuracy) and its own membership leakage (the
 loss-threshold MIA AUC of reconbench.image.models.mia, through the model cards), and for each attack
-that leaks on the undefended track (the board's verdict, leaderboard/leakage.py) the attack's
-membership gap and extraction count there and on the defended track. Everything is read from the
-registry and the reproduced entries at build time; a track or an entry that is missing says so.
+with evidence on the undefended track (a membership signal or more, leaderboard/leakage.py) the attack's
+membership gap, verdict and extraction count there and on the defended track. Everything is read from the
+registry and the reproduced entries at build time; a track or an entry that is missing says so. Verdicts
+are in the board's words (core/verdict.py, through findings.row_verdict), each p beside its threshold.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import logging
 
 import pandas as pd
 
-from reconbench.leaderboard.findings import EXTRACTION, board_verdict, entry_gaps, reproduced
+from reconbench.core.verdict import SIGNAL, BY_KEY
+from reconbench.leaderboard.findings import entry_gaps, reproduced, row_verdict
 
 log = logging.getLogger(__name__)
 
@@ -53,27 +55,38 @@ def _entry_on(frame: pd.DataFrame, track: str, attack: str, cell: str, gaps: dic
     rows = frame[(frame["track"] == track) & (frame["attack"] == attack) & (frame["scenario"] == cell)]
     if rows.empty:
         return None
-    row = rows.sort_values("date").iloc[-1]
+    row = rows.sort_values("date").iloc[-1].to_dict()
     g = gaps.get(row["page"], {})
-    leaks, significant = board_verdict(g) if g else (None, [])
-    count = row.get(EXTRACTION) if EXTRACTION in rows else None
-    return dict(page=row["page"], seed=row.get("seed"), budget=row.get("budget"), gap=g.get(GAP_METRIC), leaks=leaks,
-                significant=significant, extraction=None if count is None or pd.isna(count) else int(count))
+    v = row_verdict(row, g)
+    return dict(page=row["page"], seed=row.get("seed"), budget=row.get("budget"), gap=g.get(GAP_METRIC), **v)
+
+
+def shows_evidence(entry: dict | None) -> bool:
+    """A membership signal or more (core/verdict.py): the attacks a defense has something to stop."""
+    t = BY_KEY.get(entry["tier"]) if entry and entry.get("tier") else None
+    return t is not None and t.rank >= SIGNAL.rank
 
 
 def attack_rows(frame: pd.DataFrame) -> list[dict]:
-    """Each attack that leaks on the undefended track (board rule), with its entry on every defended track."""
+    """Each attack with evidence on the undefended track (board rule), with its entry on every defended track."""
     frame = reproduced(frame)
     gaps = entry_gaps(frame)
     out = []
     base = frame[frame["track"] == UNDEFENDED]
     for (attack, cell), _ in base.groupby(["attack", "scenario"], sort=True):
         undefended = _entry_on(frame, UNDEFENDED, attack, cell, gaps)
-        if not undefended or not undefended["leaks"]:
+        if not shows_evidence(undefended):
             continue
         out.append(dict(attack=attack, cell=cell, undefended=undefended,
                         defended={t: _entry_on(frame, t, attack, cell, gaps) for t in DEFENSES}))
     return out
+
+
+def uncounted(attacks: list[dict]) -> list[str]:
+    """The pages of the listed entries without an extraction count (validated before the count existed, or
+    on a track without its calibration): the page names them instead of claiming the column is empty."""
+    entries = [e for a in attacks for e in [a["undefended"], *a["defended"].values()] if e]
+    return sorted({e["page"] for e in entries if e.get("extraction") is None})
 
 
 def add_to_bundle(bundle) -> None:
@@ -81,8 +94,8 @@ def add_to_bundle(bundle) -> None:
     from reconbench.leaderboard.pages import Pages
 
     pages = Pages()
-    has_extraction = EXTRACTION in bundle.frame and bundle.frame[EXTRACTION].notna().any()
-    pages.page(PAGE, "defenses.md.j2", utility=utility_rows(), attacks=attack_rows(bundle.frame), defenses=DEFENSES,
-               undefended=UNDEFENDED, metric=GAP_METRIC, has_extraction=has_extraction, extraction=EXTRACTION)
+    attacks = attack_rows(bundle.frame)
+    pages.page(PAGE, "defenses.md.j2", utility=utility_rows(), attacks=attacks, defenses=DEFENSES,
+               undefended=UNDEFENDED, metric=GAP_METRIC, uncounted=uncounted(attacks))
     bundle.files.update(pages.markdown)
     bundle.fragments.update(pages.fragments)

@@ -106,7 +106,7 @@ def badge(attack: str, frame: pd.DataFrame) -> dict:
     track = rows["track"].value_counts().sort_index().idxmax()
     on_track = rows[rows["track"] == track]
     metric = rank_metric(on_track)
-    top = sort_board(on_track).iloc[0]
+    top = sort_board(on_track, order="metric").iloc[0]  # the badge gives the attack's best value
     message = f"{track}: {LABELS.get(metric, metric)} {top[metric]:.3f}" if metric else f"{track}: no metric"
     cov = top.get(f"{metric}_coverage") if metric else None
     if cov is not None and pd.notna(cov):

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from reconbench.core.membership import ALPHA
+from reconbench.core.verdict import EXTRACTS, held_to, label, signal_held_to, tier
 from reconbench.leaderboard import leakage
 from reconbench.leaderboard.findings_claims import (  # noqa: F401 - the page's names (tests, defenses.py)
     CLAIMS, EXTRACTION, FAILS, GAN_ATTACKS, HOLDS, SPLIT5, UNTESTABLE, Claim, Verdict, _row, _verdict)
@@ -93,18 +94,45 @@ def board_verdict(gaps: dict) -> tuple[bool | None, list[str]]:
     return leaks, sorted(m for m, g in measured.items() if g.p * n < ALPHA and g.gap > 0)
 
 
+def row_extraction(row: dict) -> SimpleNamespace | None:
+    """The extraction count validation recomputed for a frame row (leakage.fill_extraction), or None."""
+    members = _finite(row.get("extracted"))
+    if members is None or _finite(row.get("extraction_p")) is None:
+        return None
+    return SimpleNamespace(members=int(members), n_members=int(_finite(row.get("extracted_of")) or 0),
+                           holdout=int(_finite(row.get("extracted_holdout")) or 0), p=float(row["extraction_p"]),
+                           extracts=isinstance(row.get("extracts"), (bool, np.bool_)) and bool(row["extracts"]))
+
+
+def row_verdict(row: dict, gaps: dict) -> dict:
+    """An entry's verdict in the board's words (core/verdict.py): tier, label ("extracts 3", "membership
+    signal", ...) and the p it rests on with its threshold, from its gaps (board_verdict) and the count."""
+    leaks, significant = board_verdict(gaps) if gaps else (None, [])
+    extraction = row_extraction(row)
+    t = tier(leaks, extraction)
+    if t is EXTRACTS:
+        held = f"count {held_to(extraction.p)}"
+    else:
+        measured = {m: SimpleNamespace(status="computed", p=g["p"], gap=g["value"]) for m, g in gaps.items()
+                    if g.get("p") is not None}
+        held = signal_held_to(measured, leakage.GAP_LABELS)
+    return dict(leaks=leaks, significant=significant, tier=t.key if t is not None else None,
+                verdict=label(t, extraction.members if t is EXTRACTS else None), held=held,
+                extraction=extraction)
+
+
 def gap_table(frame: pd.DataFrame, gaps: dict[str, dict]) -> list[dict]:
-    """One row per Fashion-MNIST entry: its gaps on SSIM and KNN distance, and the board's verdict."""
+    """One row per Fashion-MNIST entry: its gaps on SSIM and KNN distance, and the board's verdict (row_verdict)."""
     rows = []
     for row in frame[frame["track"].astype(str).str.startswith("fashion-")].sort_values(["track", "attack"]).to_dict("records"):
         if row["trust"] == "failed":
             continue
         g = gaps.get(row["page"], {})
-        leaks, significant = board_verdict(g) if g else (None, [])
+        v = row_verdict(row, g)
         rows.append(dict(entry=dict(page=row["page"], attack=row["attack"], track=row["track"], scenario=row["scenario"],
                                     budget=row["budget"]),
-                         ssim=g.get("ssim"), knn=g.get("knn_dist"), leaks=leaks, significant=significant, measured=bool(g),
-                         tests=sum(v.get("p") is not None for v in g.values())))
+                         ssim=g.get("ssim"), knn=g.get("knn_dist"), measured=bool(g) or v["tier"] is not None,
+                         tests=sum(x.get("p") is not None for x in g.values()), **v))
     return rows
 
 

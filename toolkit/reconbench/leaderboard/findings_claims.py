@@ -22,9 +22,10 @@ SIZES = ("fashion-n100", "fashion-n500", "fashion-n1000")
 UPDATES = ("fashion-n1000-u1", "fashion-n1000-u8", "fashion-n1000-u64")
 SPLIT5 = "fashion-split5-n500"
 WB_NONE, WB_SAME = "static/white-box/none", "static/white-box/same"
-# The per-target extraction count (issue 33) once it is on the board: the column the memorization
-# claim and the defenses view read. Absent today: both say so.
-EXTRACTION = "extraction_count"
+# The per-target extraction count (issue 33): the frame's JSON of each entry's count, whose `extracted`
+# lists the members extracted per group (leaderboard/leakage.fill_extraction), so which targets an entry
+# extracts. The memorization claim reads it; an entry validated without a count has none.
+EXTRACTION = "extraction"
 
 
 @dataclass
@@ -222,9 +223,9 @@ def _defense(track: str) -> Callable[[pd.DataFrame, Conditions], Verdict]:
 
 def memorization_tracks_extraction(frame: pd.DataFrame, cond: Conditions) -> Verdict:
     """§6 at the level of one target: its Feldman memorization score against how often it is extracted.
-    The board has no per-target extraction count yet (column EXTRACTION, issue 33)."""
+    The per-target count is each entry's EXTRACTION column (which members it extracts), where validation computed it."""
     has = EXTRACTION in frame and frame[EXTRACTION].notna().any()
-    missing = [] if has else [f"a per-target extraction count on the board (`{EXTRACTION}`, issue 33)"]
+    missing = [] if has else [f"a reproduced entry with its per-target extraction count (`{EXTRACTION}`, issue 33)"]
     missing.append("a Feldman memorization score per target of fashion-n100 (`recon-submit memorization` gives the "
                    "model's mean; per target, with ≥ 3 seeds of the K-model estimate)")
     return Verdict(UNTESTABLE, "", [], missing, cond.describe(), cond.command)

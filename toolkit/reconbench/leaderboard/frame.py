@@ -185,10 +185,12 @@ def rank_metric(frame: pd.DataFrame) -> str | None:
     return None
 
 
-def sort_board(frame: pd.DataFrame) -> pd.DataFrame:
-    """Ranked rows first, best first by the verified rank metric (ties: trust, then date); then every
-    row without a verified value of it, or held, in trust then date order. Adds `position`: 1, 2, ...
-    for ranked rows, <NA> for the rest (a claimed value never earns a place)."""
+def sort_board(frame: pd.DataFrame, order: str = "evidence") -> pd.DataFrame:
+    """Ranked rows first; then every row without a verified value of the rank metric, or held, in trust
+    then date order. Adds `position`: 1, 2, ... for ranked rows, <NA> for the rest (a claimed value never
+    earns a place). order "evidence" (a board's default, issue 45): the ranked rows by verdict tier, then
+    the lead gap's lower bound (leakage.by_evidence), then the rank metric; "metric": best first by the
+    verified rank metric alone (the best value of an attack: the matrix, the badges). Ties: trust, date."""
     metric = rank_metric(ranked(frame))
     can_rank = ~frame["trust"].isin(UNRANKED)
     if metric is not None:
@@ -196,8 +198,9 @@ def sort_board(frame: pd.DataFrame) -> pd.DataFrame:
     top = frame[can_rank] if metric is not None else frame.iloc[0:0]
     rest = frame[~can_rank] if metric is not None else frame
     if metric is not None:
-        top = top.sort_values([metric, "trust_rank", "date"],
-                              ascending=[METRICS[metric].direction == "↓", False, False], kind="stable")
+        then, ascending = [metric, "trust_rank", "date"], [METRICS[metric].direction == "↓", False, False]
+        top = leakage.by_evidence(top, then, ascending) if order == "evidence" else \
+            top.sort_values(then, ascending=ascending, kind="stable")
     rest = rest.sort_values(["trust_rank", "date"], ascending=[False, False], kind="stable")
     out = pd.concat([top, rest]) if len(rest) else top.copy()
     out["position"] = pd.array(list(range(1, len(top) + 1)) + [pd.NA] * len(rest), dtype="Int64")
@@ -205,17 +208,20 @@ def sort_board(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def best_per_dataset(frame: pd.DataFrame) -> list[dict]:
-    """The current best entry of each dataset (by its rank metric) among the entries whose reconstructions
-    recover training data (the membership gap's verdict, leaderboard/leakage.py): the home page's summary.
-    An entry that only draws typical samples of each class is no "best reconstruction attack"."""
+    """The entry of each dataset with the strongest evidence among the entries with some (a membership
+    signal or more, core/verdict.py): its strongest verdict tier, then its rank metric (a dataset's tracks
+    differ in size, and gaps compare only within one size, so no gap breaks the tie here): the home
+    page's summary. An entry that only draws typical samples of each class is no "best reconstruction attack"."""
     best = []
     board = ranked(frame)
-    board = board[board["leaks"].fillna(False).astype(bool)]
+    ranks = pd.Series([leakage.tier_rank(r) for r in board.to_dict("records")], index=board.index, dtype=int)
+    board = board[ranks >= leakage.SIGNAL.rank]
     for dataset, group in board.groupby("dataset", sort=True):
+        group = group[ranks[group.index] == ranks[group.index].max()]
         metric = rank_metric(group)
         if metric is None:
             continue
-        top = sort_board(group).iloc[0]
+        top = sort_board(group, order="metric").iloc[0]
         best.append({"dataset": dataset, "metric": metric, "row": top})
     return best
 

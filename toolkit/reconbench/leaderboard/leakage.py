@@ -2,8 +2,10 @@
 
 Per entry row (frame.py) and per metric m with a gap: `gap_<m>`, `gap_<m>_low`, `gap_<m>_high`,
 `gap_<m>_p`, `gap_<m>_vs_target`, `gap_<m>_vs_holdout` (from the gaps validate recomputed, never
-from a claim), `leaks` / `verdict` (the badge), `holdout_sha256`, `membership` (JSON of every gap,
-with the per-class ones, for the entry page and the exports). `lift_<m>`: the entry's verified value
+from a claim), `leaks` (the mean gap's decision: membership signal or not), `tier` / `verdict` (the
+entry's verdict tier and its words, core/verdict.py: the extraction count and the mean gap together),
+`verdict_p` (the mean gap's deciding p with the threshold it was held to), `holdout_sha256`,
+`membership` (JSON of every gap, with the per-class ones, for the entry page and the exports). `lift_<m>`: the entry's verified value
 minus the best reference baseline of its taxonomy cell on the same targets (leaderboard/baselines.py),
 signed so that positive = better than what the attacker's own public data already gives.
 """
@@ -18,18 +20,25 @@ import pandas as pd
 
 from reconbench.image.metrics import METRICS
 from reconbench.core.membership import ALPHA
-from reconbench.core.verdict import LEAKS, NO_LEAK, VERDICT_TEXT, verdict  # noqa: F401 - the board's names
+from reconbench.core.verdict import (  # noqa: F401 - the board's names
+    BY_KEY, EXTRACTS, NO_EVIDENCE, ORDER, ORDER_WHY, SIGNAL, TIERS, VERDICT_TEXT, count_text, held_to, label,
+    signal_held_to, tier, verdict)
 
 GAP_METRICS = ("fid", "ssim", "psnr", "mse", "lpips", "knn_dist", "bleu", "rouge_l", "similarity", "exact_match")
 GAP_FIELDS = ("", "_low", "_high", "_p", "_vs_target", "_vs_holdout")
 EXTRACTION_COLUMNS = ["extracts", "extracted", "extracted_of", "extracted_holdout", "extraction_p", "extraction"]
 COLUMNS = [f"gap_{m}{f}" for m in GAP_METRICS for f in GAP_FIELDS] + [f"lift_{m}" for m in GAP_METRICS] + [
-    "leaks", "verdict", "holdout_sha256", "membership"] + EXTRACTION_COLUMNS
+    "leaks", "tier", "verdict", "verdict_p", "holdout_sha256", "membership"] + EXTRACTION_COLUMNS
 LEAK_LABELS = {"knn_dist": "KNN distance", "acc_top1": "Acc@1", "acc_top5": "Acc@5"}
-# The one significance rule of the boards and the findings page (each page states it)
-SIGNIFICANCE_RULE = (f"an entry leaks when the smallest p of its metrics' membership gaps, times their number "
-                     f"(Bonferroni over the metrics of one entry), is below {ALPHA:g} and that gap is positive "
-                     "(reconbench.core.membership.entry_leaks)")
+# a gap's metric as the verdict's p names it ("SSIM p 0.0068 > 0.0025 = 0.01 / 4 metrics")
+GAP_LABELS = {"fid": "FID", "ssim": "SSIM", "psnr": "PSNR", "mse": "MSE", "lpips": "LPIPS", "knn_dist": "KNN distance",
+              "bleu": "BLEU", "rouge_l": "ROUGE-L", "similarity": "Similarity", "exact_match": "Exact match"}
+# The one significance rule of the boards, the findings page and the defenses view (each page states it)
+SIGNIFICANCE_RULE = (f"an entry shows a membership signal when the smallest p of its metrics' membership gaps, "
+                     f"times their number (Bonferroni over the metrics of one entry), is below {ALPHA:g} and that gap "
+                     f"is positive (reconbench.core.membership.entry_leaks); it extracts k when its extraction count "
+                     f"fires (more members than holdout items, p below {ALPHA:g}); tested and neither: no evidence "
+                     "(reconbench.core.verdict)")
 
 
 def fill_row(row: dict, report, payload, pinned_holdout) -> None:
@@ -47,16 +56,22 @@ def fill_row(row: dict, report, payload, pinned_holdout) -> None:
             continue
         for f, value in zip(GAP_FIELDS, (g.gap, g.low, g.high, g.p, g.vs_target, g.vs_holdout)):
             row[f"gap_{m}{f}"] = value
-    row["leaks"], row["verdict"] = verdict(membership)
+    row["leaks"], _ = verdict(membership)
+    row["verdict_p"] = signal_held_to(membership, GAP_LABELS)
     claimed = getattr(payload, "membership", None)
     row["holdout_sha256"] = claimed.holdout_sha256 if claimed is not None else pinned_holdout(payload)
     row["membership"] = json.dumps({m: g.model_dump(mode="json") for m, g in membership.items()}, sort_keys=True)
-    fill_extraction(row, getattr(report, "extraction", None))
+    extraction = getattr(report, "extraction", None)
+    fill_extraction(row, extraction)
+    # no recovery statistic exists yet (issue 44): no row is ever "recovers" until one is passed here
+    t = tier(row["leaks"], extraction)
+    row["tier"] = t.key if t is not None else None
+    row["verdict"] = label(t, extraction.members if t is EXTRACTS else None)
 
 
 EXTRACTS_TEXT = ("members that some reconstruction comes closer to than natural images of their class come to each "
                  "other (the track's extraction threshold, calibrated on the public dataset), against the holdout "
-                 f"items that close; the badge when more members than holdout items are and p < {ALPHA:g} "
+                 f"items that close; the verdict \"extracts k\" when more members than holdout items are and p < {ALPHA:g} "
                  "(methodology: the extraction count)")
 
 
@@ -69,10 +84,42 @@ def fill_extraction(row: dict, extraction) -> None:
                extraction=json.dumps(extraction.model_dump(mode="json"), sort_keys=True))
 
 
-def extraction_badge(row) -> str | None:
-    """'extracts k members' where the count fires, else None."""
-    return f"extracts {int(row['extracted'])} member{'s' if int(row['extracted']) != 1 else ''}" \
-        if row.get("extracts") is True else None
+def row_tier(row):
+    """The row's verdict tier (core/verdict.py Tier), or None when nothing was tested."""
+    key = row.get("tier")
+    return BY_KEY.get(key) if isinstance(key, str) else None
+
+
+def tier_rank(row) -> int:
+    """The board's evidence order: the tier's rank, -1 for an entry nothing was tested on."""
+    t = row_tier(row)
+    return t.rank if t is not None else -1
+
+
+def count_p(row) -> str | None:
+    """The count's p beside the threshold it was held to ("p 1 > 0.01"), for a row with a count."""
+    p = row.get("extraction_p")
+    return held_to(float(p)) if p is not None and not pd.isna(p) else None
+
+
+def lead_gap(rows: pd.DataFrame) -> str | None:
+    """The gap whose interval orders a table after the tier: the first of PLOT_ORDER some row has an interval of."""
+    return next((m for m in PLOT_ORDER if f"gap_{m}_low" in rows and rows[f"gap_{m}_low"].notna().any()), None)
+
+
+def by_evidence(rows: pd.DataFrame, then: list[str], ascending: list[bool]) -> pd.DataFrame:
+    """`rows` in the boards' default order: verdict tier (extracts > recovers > membership signal > no
+    evidence, then untested), then the lead gap's 95 % interval's lower end, highest first (none last),
+    then `then` (the likeness metric, trust, date: ties only)."""
+    if rows.empty:
+        return rows
+    lead = lead_gap(rows)
+    keys = pd.DataFrame({"_tier": [tier_rank(r) for r in rows.to_dict("records")],
+                         "_low": rows[f"gap_{lead}_low"].astype(float) if lead else float("nan")}, index=rows.index)
+    keyed = pd.concat([rows, keys], axis=1)
+    out = keyed.sort_values(["_tier", "_low", *then], ascending=[False, False, *ascending], na_position="last",
+                            kind="stable")
+    return out.drop(columns=["_tier", "_low"])
 
 
 def typed(frame: pd.DataFrame) -> pd.DataFrame:
@@ -164,10 +211,11 @@ PLOT_ORDER = ("ssim", "bleu", "similarity", "rouge_l", "psnr", "mse", "knn_dist"
 
 
 def without_leakage(ranked_rows: pd.DataFrame) -> list[dict]:
-    """Per dataset with ranked entries none of which leaks: how many (the home page says so)."""
+    """Per dataset with ranked entries none of which shows evidence (a membership signal or more): how many
+    (the home page says so)."""
     out = []
     for dataset, group in ranked_rows.groupby("dataset", sort=True):
-        if not group["leaks"].fillna(False).astype(bool).any():
+        if max((tier_rank(r) for r in group.to_dict("records")), default=-1) < SIGNAL.rank:
             out.append(dict(dataset=dataset, count=len(group), tracks=sorted(group["track"].dropna().unique())))
     return out
 
@@ -181,7 +229,8 @@ def example_table(rows: pd.DataFrame, track: str = "digits", metrics: tuple[str,
         # an unregistered attack's name stays on its entry's page (its label here: "<team>'s own attack")
         attack = r["attack_label"] if isinstance(r.get("attack_label"), str) else r["attack"]
         out.append(dict(entry=r["entry_id"], attack=attack, page=r["page"], scenario=r["scenario"],
-                        verdict=r["verdict"], values={m: dict(target=r[f"gap_{m}_vs_target"], holdout=r[f"gap_{m}_vs_holdout"],
+                        verdict=r["verdict"], tier=r["tier"],
+                        held=count_p(r) if r["tier"] == EXTRACTS.key else r["verdict_p"], values={m: dict(target=r[f"gap_{m}_vs_target"], holdout=r[f"gap_{m}_vs_holdout"],
                                                               gap=r[f"gap_{m}"], low=r[f"gap_{m}_low"], high=r[f"gap_{m}_high"],
                                                               p=r[f"gap_{m}_p"]) for m in metrics}))
     return out

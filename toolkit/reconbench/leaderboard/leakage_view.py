@@ -24,7 +24,8 @@ def entry_view(report, row: dict, labels: dict[str, str]) -> dict | None:
     keys = [k for k, _ in classes[class_metrics[0]]] if class_metrics else []
     table = [dict(key=k, values={m: dict(classes[m]).get(k) for m in class_metrics}) for k in keys]
     return dict(
-        gaps=gaps, verdict=row.get("verdict"), leaks=row.get("leaks"), holdout=row.get("holdout_sha256"),
+        gaps=gaps, verdict=row.get("verdict"), tier=row.get("tier"), verdict_p=row.get("verdict_p"),
+        tests=sum(g.get("p") is not None for g in gaps.values()), holdout=row.get("holdout_sha256"),
         extraction=getattr(report, "extraction", None),
         per_class=table, class_metrics=class_metrics, metric=metric,
         chart=chart_html(go.Figure(figure) if figure else None, f"leak-{row.get('entry_id', '')}",

@@ -60,7 +60,7 @@ def matrices(tracks: list, board: pd.DataFrame, attacks: list[str]) -> list[dict
                 if rows.empty:
                     cells.append(None)
                     continue
-                best = sort_board(rows).iloc[0].to_dict()  # sort_board ranks by the rows' own rank metric
+                best = sort_board(rows, order="metric").iloc[0].to_dict()  # the best value of the rows' own rank metric
                 cells.append({"row": best, "metric": metric, "label": LABELS[metric]})
             body.append({"attack": name, "cells": cells})
         out.append({

@@ -5,7 +5,7 @@ extraction count across the K draws (core/draws.py), from the sealed.json record
 from __future__ import annotations
 
 from reconbench.core.draws import across_draws, count_across_draws, verdict
-from reconbench.core.extraction import format_p
+from reconbench.core.verdict import EXTRACTS, held_to, label, tier
 
 METRICS = ("ssim", "psnr", "mse")
 POOLED = ("members", "n_members", "holdout", "n_holdout", "expected_members", "expected_holdout")
@@ -33,16 +33,30 @@ def sealed_view(track, reports: list) -> dict | None:
         counts = [by_draw[d].get("extraction") or {} for d in sorted(by_draw)]
         pooled = count_across_draws(counts) if all(all(k in c for k in POOLED) for c in counts) else None
         complete = len(by_draw) == seal.draws
+        t = _tier(per_metric, pooled) if complete else None
         rows.append(dict(team=team, attack=attack, scenario=scenario, draws=len(by_draw), metrics=per_metric,
-                         extraction=pooled, extraction_p=format_p(pooled.p) if pooled is not None else None,
-                         verdict=_verdict(per_metric, pooled) if complete else f"partial: {len(by_draw)} of {seal.draws} draws"))
+                         extraction=pooled, extraction_p=held_to(pooled.p) if pooled is not None else None,
+                         tier=t.key if t is not None else None,
+                         verdict=label(t, pooled.members if t is EXTRACTS else None) if t is not None else None,
+                         held=_held(t, per_metric, pooled),
+                         pending=None if complete else f"no verdict yet: {len(by_draw)} of {seal.draws} draws"))
     return dict(seal=seal, rows=rows, metrics=METRICS)
 
 
-def _verdict(per_metric: dict, pooled) -> str:
-    """The gap's verdict across the draws, and the count's badge on the pooled totals."""
-    said = ("leaks" if verdict(per_metric) else "no leak shown") if per_metric else "no gap computed"
-    return said + (f"; extracts {pooled.members} members" if pooled is not None and pooled.extracts else "")
+def _tier(per_metric: dict, pooled):
+    """The entry's verdict tier across the draws (core/verdict.py): the count's on the pooled totals, the
+    mean gap's on the metrics' Fisher-combined p (core/draws.verdict); None when neither was computed."""
+    return tier(verdict(per_metric) if per_metric else None, pooled)
+
+
+def _held(t, per_metric: dict, pooled) -> str | None:
+    """The p the tier rests on, with the threshold it was held to (the count's, or the mean gap's deciding one)."""
+    if t is EXTRACTS:
+        return f"count {held_to(pooled.p)}"
+    if not per_metric:
+        return None
+    name = min(per_metric, key=lambda m: (per_metric[m].p, m))  # the metric core/draws.verdict decides on
+    return f"{name.upper()} {held_to(per_metric[name].p, len(per_metric))} (Fisher over the draws)"
 
 
 def nav_links(tracks: list) -> list[tuple[str, str]]:

@@ -147,10 +147,11 @@ def text_rank_metric(rows: pd.DataFrame) -> str | None:
 
 
 def sort_text_board(rows: pd.DataFrame) -> pd.DataFrame:
-    """Ranked rows (verified value of the rank metric, not held or failed) best first; then the rest."""
+    """Ranked rows (verified value of the rank metric, not held or failed) first, in the boards' order of
+    evidence (leakage.by_evidence: verdict tier, the lead gap's lower bound, then the rank metric); then the rest."""
     metric = text_rank_metric(rows)
     can_rank = ~rows["trust"].isin(UNRANKED) & (rows[metric].notna() if metric else False)
-    top = rows[can_rank].sort_values([metric, "trust_rank", "date"], ascending=[False, False, False], kind="stable") \
+    top = leakage.by_evidence(rows[can_rank], [metric, "trust_rank", "date"], [False, False, False]) \
         if metric else rows.iloc[0:0]
     rest = rows[~can_rank].sort_values(["trust_rank", "date"], ascending=[False, False], kind="stable")
     out = pd.concat([top, rest])

@@ -1,6 +1,7 @@
 """What a run's end says below its metrics (`evaluate`, `check`): the membership gap of each metric
-(value, 95% interval, one-sided p) and the verdict in the board's words, from the board's own rule
-(core/verdict.py, which the board uses too), so the command line and the board never disagree.
+(value, 95% interval, one-sided p) and the verdict line in the board's words (core/verdict.py, which the
+board uses too), with the extraction count and the threshold each p was held to, so the command line
+and the board never disagree.
 
 One function, `print_verdict`: what else the end of a run should say (an extraction count, a sealed
 track's "scored at validation") goes in here."""
@@ -11,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from reconbench.core.console import escape
-from reconbench.core.verdict import VERDICT_TEXT, verdict
+from reconbench.core.verdict import ALPHA, entry_verdict
 
 
 def gap_rows(membership) -> list[tuple[str, str, str, str]]:
@@ -36,14 +37,30 @@ def print_verdict(console: Console, payload) -> None:
     membership = getattr(payload, "membership", None)
     rows = gap_rows(membership)
     if not rows:
-        console.print("membership gap: not tested (no metric has a gap with a p-value on this track), so no verdict")
+        extraction = getattr(membership, "extraction", None)
+        console.print("membership gap: not tested (no metric has a gap with a p-value on this track)"
+                      + (", so no verdict" if extraction is None else ""))
+        if extraction is not None:
+            console.print(f"verdict: {verdict_line(membership)}", soft_wrap=True)
         return
-    console.print("membership gap (> 0: closer to the training set than to the holdout, the same metric against both):")
+    tests = len(rows)
+    level = f"{ALPHA / tests:.2g} = {ALPHA:g} / {tests} metrics" if tests > 1 else f"{ALPHA:g}"
+    console.print("membership gap (> 0: closer to the training set than to the holdout, the same metric against both; "
+                  f"the verdict holds the smallest p to {level}):", soft_wrap=True)
     table = Table()
     for column in ("metric", "gap", "95% interval", "p (one-sided)"):
         table.add_column(column)
     for row in rows:
         table.add_row(*map(escape, row))
     console.print(table)
-    _, label = verdict(dict(membership.metrics))
-    console.print(f"verdict: [bold]{escape(label)}[/]: {escape(VERDICT_TEXT[label])}", soft_wrap=True)
+    console.print(f"verdict: {verdict_line(membership)}", soft_wrap=True)
+
+
+def verdict_line(membership) -> str:
+    """The verdict line (Rich markup): the tier, then what decided it, the extraction count first."""
+    extraction = getattr(membership, "extraction", None)
+    v = entry_verdict(dict(membership.metrics), extraction)
+    said = [f"extraction count: {v.count}" if v.count is not None else "extraction count: not computed for this run",
+            f"mean gap: {v.signal_p}" if v.signal_p is not None else "mean gap: not tested"]
+    means = v.tier.means[:1].upper() + v.tier.means[1:]
+    return f"[bold]{escape(v.label)}[/] ({escape('; '.join(said))}). {escape(means)}"
