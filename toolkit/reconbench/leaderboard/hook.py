@@ -10,7 +10,14 @@ on_page_content  put the HTML fragments back into the rendered pages, links made
 
 Settings (environment): RECONBENCH_SUBMISSIONS (default: submissions/ beside mkdocs.yml),
 RECONBENCH_JUDGEMENTS (judge studies; default: judgements/ beside the submissions folder),
-RECONBENCH_SITE_RESCORE=0 to skip re-scoring, RECONBENCH_SITE_DEVICE (default cpu).
+RECONBENCH_SITE_RESCORE=0 to skip re-scoring, RECONBENCH_SITE_DEVICE (default cpu). The build runs one
+torch thread and (unless OPENBLAS_NUM_THREADS / MKL_NUM_THREADS say otherwise) one BLAS thread.
+
+Progress: the first line is logged when MkDocs loads this hook, before the toolkit's imports; then one
+line per track's reference baselines and one per validated entry, each with the time left at the pace so
+far, and one per stage (build.StageLog). An entry whose re-scored outcome is in the validation cache
+(submissions/validation_cache.py: authenticated, outside the checkout) is not re-scored: a second build
+re-scores only what changed.
 """
 
 from __future__ import annotations
