@@ -125,3 +125,23 @@ def test_the_eta_is_the_mean_pace_so_far():
     assert build.eta(30.0, 10, 40) == "about 2 min left"  # 3 s an entry, 30 left: 90 s
     assert build.eta(10.0, 5, 10) == "about 10 s left"
     assert build.eta(99.0, 7, 7) == "done"
+
+
+def test_editing_a_page_template_keeps_the_cache_key_and_editing_code_changes_it(tmp_path):
+    """The validation cache's key covers the toolkit's code, registry and embedded files, not the site's page
+    templates (which no check reads): a template edit leaves every record valid, a code edit none."""
+    package = Path(vc.__file__).resolve().parents[1]
+    files = vc.keyed_files(package)
+    assert not [p for p in files if p.suffix == ".j2"]
+    assert {p for p in package.rglob("*.py") if "__pycache__" not in p.parts} <= set(files)
+    assert package / "registry" / "tracks.json" in files  # the registry pins what is scored
+
+    copy = tmp_path / "reconbench"
+    (copy / "leaderboard" / "templates").mkdir(parents=True)
+    (copy / "checks.py").write_text("LIMIT = 1\n")
+    (copy / "leaderboard" / "templates" / "entry.md.j2").write_text("{{ entry }}\n")
+    before = vc._hash_files(vc.keyed_files(copy), copy)
+    (copy / "leaderboard" / "templates" / "entry.md.j2").write_text("{{ entry }} edited\n")
+    assert vc._hash_files(vc.keyed_files(copy), copy) == before
+    (copy / "checks.py").write_text("LIMIT = 2\n")
+    assert vc._hash_files(vc.keyed_files(copy), copy) != before
