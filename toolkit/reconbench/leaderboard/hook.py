@@ -30,8 +30,9 @@ from pathlib import Path
 
 log = logging.getLogger("mkdocs.hooks.reconbench")  # under "mkdocs": warnings fail --strict
 # One BLAS thread (numpy's OpenBLAS reads this when it loads, below): on a busy 2-core machine a second
-# thread spins waiting for a core; `make site` with two took 402 CPU-s where one takes far less (issue
-# 45). Torch's threads: one for the whole build (build.build_site). An explicit setting is kept.
+# thread spins waiting for a core. With the defaults `make site` took 312 CPU-s, with one BLAS and one torch
+# thread 186, the same bytes (benchmarks/README.md, issue 45). Torch's threads: one for the whole build
+# (build.build_site, on_config). An explicit OPENBLAS_NUM_THREADS / MKL_NUM_THREADS is kept.
 for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 # The first progress line, before the imports below (pandas, torch: seconds, tens of seconds on a loaded
