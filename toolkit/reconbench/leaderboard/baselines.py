@@ -169,20 +169,22 @@ def pseudo_labelled(track, aux):
 PSEUDO_BATCH = 128
 
 
-def all_baselines(tracks, gaps_for=None, only=None) -> dict[str, list[dict]]:
+def all_baselines(tracks, gaps_for=None, only=None, progress=None) -> dict[str, list[dict]]:
     """track id -> reference rows, for the tracks whose data can be loaded here (others: none). gaps_for:
     the track ids whose rows also get their membership gaps (the tracks with entries; None: all). only:
     the track ids to score at all (None: all): a board scores the tracks with entries, since a reference
-    row stands beside entries (an empty track's page has no table, and its charts no points)."""
+    row stands beside entries (an empty track's page has no table, and its charts no points).
+    progress(done, total, track id): called after each track (the site build's progress lines)."""
     out = {}
-    for track in tracks:
-        if track.status == "unpublished" or (only is not None and track.id not in only):
-            continue
+    chosen = [t for t in tracks if t.status != "unpublished" and (only is None or t.id in only)]
+    for done, track in enumerate(chosen, 1):
         try:
             out[track.id] = track_baselines(track, gaps=gaps_for is None or track.id in gaps_for)
         except Exception as exc:  # noqa: BLE001 - a Hub track offline: its board shows no reference rows
             log.info("baselines of track '%s' unavailable (%s)", track.id, exc)
         heap.trim()  # one track's scoring arrays do not stay resident under the next's
+        if progress is not None:
+            progress(done, len(chosen), track.id)
     return out
 
 

@@ -59,12 +59,28 @@ def usage() -> str:
     return f"process so far: {r.ru_utime + r.ru_stime:.1f} CPU-s, peak {peak_mb:.0f} MB"
 
 
+_VALIDATION_START: list = [None]  # perf_counter at the first entry's start (the ETA's clock)
+
+
 def log_validation(done: int, total: int, report, seconds: float) -> None:
-    """One line per validated entry: which, how long, and whether it was re-scored or came from the cache."""
+    """One line per validated entry: which, how long, whether it was re-scored or came from the cache,
+    and the time left at the mean pace so far (issue 45: a build that says when it will end)."""
     how = ("from the validation cache" if report.from_cache else "re-scored" if report.verified else "checked")
-    log.info("reconbench: validation %d/%d %s/%s: %s, %s in %.1f s (%s)", done, total, report.team,
-             report.entry_id or "(team)", report.trust, how, seconds, usage())
+    now = time.perf_counter()
+    if done == 1 or _VALIDATION_START[0] is None:
+        _VALIDATION_START[0] = now - seconds
+    elapsed = now - _VALIDATION_START[0]
+    log.info("reconbench: validation %d/%d %s/%s: %s, %s in %.1f s (%s); %s", done, total, report.team,
+             report.entry_id or "(team)", report.trust, how, seconds, usage(), eta(elapsed, done, total))
     _between_tracks(getattr(getattr(report.result, "payload", None), "track", None))
+
+
+def eta(elapsed: float, done: int, total: int) -> str:
+    """'about 3 min left' at the mean pace of the `done` of `total` so far ('done' at the end)."""
+    if done >= total:
+        return "done"
+    left = elapsed / max(done, 1) * (total - done)
+    return f"about {left:.0f} s left" if left < 90 else f"about {left / 60:.0f} min left"
 
 
 _LAST_TRACK: list = [None]
@@ -125,14 +141,23 @@ def warm_reference_baselines(root: Path) -> None:
     from reconbench.leaderboard import baselines, heap
 
     tracks = set()
-    for result in Path(root).glob("*/*/result.json"):
+    results = list(Path(root).glob("*/*/result.json"))
+    for result in results:
         try:
             tracks.add(json.loads(result.read_text(encoding="utf-8"))["payload"]["track"])
         except (OSError, ValueError, KeyError, TypeError):
             continue  # validation reports it; the board then scores what it needs itself
+    log.info("reconbench: %d entries under %s; first the reference baselines of the tracks they are on (%s)",
+             len(results), root, usage())
     heap.trim(freeze=True)  # the imports stay: each track's trim below then scans only that track's objects
+    t0 = time.perf_counter()
+
+    def progress(done: int, total: int, track_id: str) -> None:
+        log.info("reconbench: reference baselines %d/%d %s (%s); %s", done, total, track_id, usage(),
+                 eta(time.perf_counter() - t0, done, total))
+
     try:
-        baselines.all_baselines(all_tracks(), gaps_for=tracks, only=tracks)
+        baselines.all_baselines(all_tracks(), gaps_for=tracks, only=tracks, progress=progress)
     except TrackError as exc:
         log.warning("tracks registry unreadable: %s", exc)
     heap.trim()
@@ -174,7 +199,16 @@ def attack_catalogue(frames: list[pd.DataFrame]) -> list[dict]:
 def build_site(root: Path, *, rescore: bool = True, device: str = "cpu", galleries: bool = True,
                site_url: str | None = None) -> SiteBundle:
     """Each modality's board (its plug-in's `board`) gets the entries whose result it owns, then adds its
-    pages in turn: the boards, the attack pages of every built-in attack, the entries and downloads."""
+    pages in turn: the boards, the attack pages of every built-in attack, the entries and downloads.
+    One torch thread throughout (as validation always had): the reference baselines' SSIM matrices at
+    torch's default of one thread per core spun waiting for a core on a busy 2-core machine (issue 45)."""
+    from reconbench.core.threads import one_torch_thread
+
+    with one_torch_thread():
+        return _build_site(root, rescore=rescore, device=device, galleries=galleries, site_url=site_url)
+
+
+def _build_site(root: Path, *, rescore: bool, device: str, galleries: bool, site_url: str | None) -> SiteBundle:
     from reconbench.modalities import MODALITIES, for_attack, for_result
 
     from reconbench.leaderboard import heap

@@ -10,23 +10,41 @@ on_page_content  put the HTML fragments back into the rendered pages, links made
 
 Settings (environment): RECONBENCH_SUBMISSIONS (default: submissions/ beside mkdocs.yml),
 RECONBENCH_JUDGEMENTS (judge studies; default: judgements/ beside the submissions folder),
-RECONBENCH_SITE_RESCORE=0 to skip re-scoring, RECONBENCH_SITE_DEVICE (default cpu).
+RECONBENCH_SITE_RESCORE=0 to skip re-scoring, RECONBENCH_SITE_DEVICE (default cpu). The build runs one
+torch thread and (unless OPENBLAS_NUM_THREADS / MKL_NUM_THREADS say otherwise) one BLAS thread.
+
+Progress: the first line is logged when MkDocs loads this hook, before the toolkit's imports; then one
+line per track's reference baselines and one per validated entry, each with the time left at the pace so
+far, and one per stage (build.StageLog). An entry whose re-scored outcome is in the validation cache
+(submissions/validation_cache.py: authenticated, outside the checkout) is not re-scored: a second build
+re-scores only what changed.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import re
 import time
 from pathlib import Path
 
-from mkdocs.structure.files import File, Files
-
-from reconbench.leaderboard.build import SiteBundle, build_site, settings_from_env, usage
-from reconbench.leaderboard.pages import PLACEHOLDER, docs_url, resolve_links
-from reconbench.leaderboard.search import for_search, summaries
-
 log = logging.getLogger("mkdocs.hooks.reconbench")  # under "mkdocs": warnings fail --strict
+# One BLAS thread (numpy's OpenBLAS reads this when it loads, below): on a busy 2-core machine a second
+# thread spins waiting for a core. With the defaults `make site` took 312 CPU-s, with one BLAS and one torch
+# thread 186, the same bytes (benchmarks/README.md, issue 45). Torch's threads: one for the whole build
+# (build.build_site, on_config). An explicit OPENBLAS_NUM_THREADS / MKL_NUM_THREADS is kept.
+for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+# The first progress line, before the imports below (pandas, torch: seconds, tens of seconds on a loaded
+# machine): `make site` says at once that it has started (issue 45: nothing for the first 221 s).
+log.info("reconbench: the site build starts: loading the toolkit (torch, pandas), then the reference baselines "
+         "and each entry's validation, one line each")
+
+from mkdocs.structure.files import File, Files  # noqa: E402
+
+from reconbench.leaderboard.build import SiteBundle, build_site, settings_from_env, usage  # noqa: E402
+from reconbench.leaderboard.pages import PLACEHOLDER, docs_url, resolve_links  # noqa: E402
+from reconbench.leaderboard.search import for_search, summaries  # noqa: E402
 
 PLOTLY_JS = "assets/javascripts/plotly.min.js"
 NAV_SECTIONS = {"leaderboards/index.md": "leaderboards", "attacks/index.md": "attacks",
@@ -47,6 +65,13 @@ def plotly_js_path() -> Path:
 
 
 def on_config(config):
+    from reconbench.core.threads import one_torch_thread
+
+    with one_torch_thread():  # the stages after build_site (model cards, findings) run torch too
+        return _on_config(config)
+
+
+def _on_config(config):
     global _bundle, _summaries
     start = time.perf_counter()
     root, rescore, device = settings_from_env(Path(config.config_file_path).parent / "submissions")

@@ -108,13 +108,20 @@ def _hash_files(paths: list[Path], base: Path) -> str:
     return h.hexdigest()
 
 
+def keyed_files(package: Path) -> list[Path]:
+    """The files a validation outcome may depend on: every .py, registry .json and embedded .safetensors
+    of the package. Not the site's page templates (.j2, read by jinja in the page rendering only, never by
+    a check): editing a page must not make the next `make site` re-score the whole board (issue 45)."""
+    return [p for p in package.rglob("*") if p.is_file() and p.suffix in (".py", ".json", ".safetensors")
+            and "__pycache__" not in p.parts]
+
+
 @lru_cache(maxsize=1)
 def toolkit_key() -> str:
     """The toolkit's source (every .py), its registry and embedded files, and the libraries' versions.
     Any change to the code re-validates: safe, and a full run is what the nightly job does anyway."""
     package = Path(__file__).resolve().parents[1]
-    files = [p for p in package.rglob("*") if p.is_file() and p.suffix in (".py", ".json", ".safetensors", ".j2")
-             and "__pycache__" not in p.parts]
+    files = keyed_files(package)
     from reconbench._version import __version__
 
     return hashlib.sha256(f"{__version__}|{_hash_files(files, package)}|{_library_versions()}".encode()).hexdigest()
