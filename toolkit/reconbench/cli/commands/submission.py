@@ -74,6 +74,8 @@ def register(app: typer.Typer) -> None:
             console.print(f"new team file: {escape(team_file)} (check the display name and links)", soft_wrap=True)
         if out.key_added:
             console.print(f"your key was added to {escape(out.team_file)}")
+        if out.note:  # the same run as an entry on the board, other reconstructions: accepted, not ranked
+            console.print(f"note: {escape(out.note)}", highlight=False, soft_wrap=True)
         entry_id = out.result.payload.entry_id
         # validate looks for team.toml under --root: a non-default root must be passed on, or step 1 fails
         root_arg = "" if root.resolve() == Path("submissions").resolve() else f" --root {shlex.quote(str(root))}"
