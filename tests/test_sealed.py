@@ -573,6 +573,26 @@ def test_an_update_twin_s_page_says_its_observation_is_published_and_what_a_memb
     assert "a model trained on its own half of one public pool of 2000 images" in static and "exact copy" not in static
 
 
+def test_every_twin_page_renders_its_table_of_draws_as_a_table():
+    """Issue 45: on a static twin's page the table of draws followed the paragraph with no blank line
+    (trim_blocks ate it after the `{% endif %}` of the update twins' paragraph), so Markdown printed its
+    pipes as text. Rendered here as MkDocs renders it (mkdocs.yml's `tables` extension)."""
+    import markdown
+
+    from reconbench.core.tracks import all_tracks
+    from reconbench.leaderboard.pages import Pages
+    from reconbench.leaderboard.sealed import twin_pages
+
+    rendered = Pages()
+    twins = twin_pages([t for t in all_tracks() if getattr(t, "seal", None) is not None], [], {})
+    assert {p["path"] for p in twins} >= {f"leaderboards/{GROUP}.md", f"leaderboards/{UPDATE_GROUP}.md"}
+    for page in twins:
+        rendered.page(page["path"], "sealed_group.md.j2", sealed=page["sealed"], draws=page["draws"])
+        body = rendered.markdown[page["path"]].split("\n---\n", 1)[1]  # past the front matter
+        html = markdown.markdown(body, extensions=["tables", "attr_list", "admonition"])
+        assert "<th>draw</th>" in html and "| draw |" not in html and "|---|" not in html, page["path"]
+
+
 def test_the_update_pools_are_past_every_static_twin_s_pool_and_class_balanced():
     from reconbench.core.tracks import get_track
     from reconbench.image.data.fashion import fashion_mnist

@@ -76,6 +76,11 @@ def register(app: typer.Typer) -> None:
             console.print(f"your key was added to {escape(out.team_file)}")
         if out.note:  # the same run as an entry on the board, other reconstructions: accepted, not ranked
             console.print(f"note: {escape(out.note)}", highlight=False, soft_wrap=True)
+        from reconbench.core.sealed_next import draws_in, submitted_line
+
+        sealed = submitted_line(out.result.payload.track, draws_in(out.entry.parent, out.result.payload))
+        if sealed:  # which draw of how many, how many are in, when the score comes (issue 45)
+            console.print(escape(sealed), highlight=False, soft_wrap=True)
         entry_id = out.result.payload.entry_id
         # validate looks for team.toml under --root: a non-default root must be passed on, or step 1 fails
         root_arg = "" if root.resolve() == Path("submissions").resolve() else f" --root {shlex.quote(str(root))}"
