@@ -302,3 +302,20 @@ def test_a_near_copy_under_another_seed_alone_still_fails(board, tmp_path):
     staged = _other_team_run(board, tmp_path, "seed9", _one_pixel_each(images), labels, lambda p: with_seed(p, 9))
     check = failure({r.path: r for r in board.validate().entries}[staged])
     assert check.name == "duplicates" and f"near-duplicates of those of alpha/{board.entry.name}" in check.message
+
+
+def test_recording_a_reproduction_says_plainly_when_it_writes_nothing(board, tmp_path):
+    """Issue 45, item 7: `reproduce X --from-run RUN`, as the refusal offers it, writes a record only for a
+    reproducer listed in maintainers/reproducers.toml; anyone else is told that nothing was recorded and
+    what to do instead, not left to find no file."""
+    run = rerun_of(board, tmp_path / "my-run", board.beta_key)
+    res = runner.invoke(app, ["reproduce", str(board.entry), "--from-run", str(run), "--quiet"])
+    assert res.exit_code == 0, res.output
+    flat = " ".join(res.output.split())
+    assert "no record written: only a reproducer listed in maintainers/reproducers.toml signs one" in flat
+    assert "This command records nothing for you" in flat and "pull request or an issue" in flat
+    assert not (board.entry / "reproduction.json").exists()
+    # a key that is not listed: refused before anything runs, and said to have written nothing
+    res = runner.invoke(app, ["reproduce", str(board.entry), "--from-run", str(run), "--key", str(board.beta_key)])
+    assert res.exit_code == 1 and "not a reproducer key" in res.output and "nothing was written" in " ".join(res.output.split())
+    assert not (board.entry / "reproduction.json").exists()

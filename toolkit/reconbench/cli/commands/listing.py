@@ -6,7 +6,7 @@ from collections import Counter
 
 from rich.table import Table
 
-from reconbench.core.console import console, escape
+from reconbench.core.console import console, escape, suggest
 from reconbench.core.errors import UserError
 
 STATUSES = {
@@ -46,7 +46,8 @@ def print_tracks(status: str | None = None, include_planned: bool = False) -> No
     if sealed:
         console.print(escape(sealed_footer(sealed)), highlight=False)
     if not include_planned and status is None and counts.get("unpublished"):
-        console.print(f"{counts['unpublished']} planned tracks not shown: recon-submit tracks --all", highlight=False)
+        console.print(escape(suggest(f"{counts['unpublished']} planned tracks not shown: recon-submit tracks --all")),
+                      highlight=False)
     print_text_tracks(status, include_planned)
 
 
@@ -119,7 +120,7 @@ def print_text_tracks(status: str | None, include_planned: bool) -> None:
         console.print(_table(f"text tracks ({len(shown)} of {len(tracks)} shown)", columns, rows), crop=False)
     planned = sum(t.status == "unpublished" for t in tracks)
     if not include_planned and status is None and planned:
-        console.print(f"{planned} planned text tracks not shown: recon-submit tracks --all", highlight=False)
+        console.print(escape(suggest(f"{planned} planned text tracks not shown: recon-submit tracks --all")), highlight=False)
 
 
 def print_text_metrics() -> None:

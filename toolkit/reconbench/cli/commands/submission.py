@@ -13,7 +13,7 @@ import typer
 
 from reconbench.cli.commands.weights import apply_offline, offline_option, weights_dir_option
 from reconbench.cli.commands.seal import read_seal_key
-from reconbench.core.console import console, escape, fail, invoked_as
+from reconbench.core.console import console, escape, fail, invoked_as, suggest
 
 FORMATS = ("text", "markdown", "json")
 
@@ -117,7 +117,7 @@ def register(app: typer.Typer) -> None:
         render_entry(report, console, label=str(run))
         if report.result is not None and not report.failed:
             print_verdict(console, report.result.payload)
-        console.print(escape(summary(report, run)), highlight=False, soft_wrap=True)
+        console.print(escape(suggest(summary(report, run))), highlight=False, soft_wrap=True)
         if report.failed:
             raise typer.Exit(1)
 
