@@ -34,7 +34,7 @@ def print_tracks(status: str | None = None, include_planned: bool = False) -> No
         seal = getattr(t, "seal", None)
         twin = seal is not None and t.id == seal.group
         if twin:  # one row per sealed twin, under the id --track takes: its K draws are runs of it
-            state += f" · SEALED twin: {seal.draws} draws ({t.id}-d0 … -d{seal.draws - 1})"
+            state += f" · SEALED twin: {seal.draws} draws, {t.id}-d0 to -d{seal.draws - 1}"
         elif seal is not None:  # one draw alone (tracks --status, or a twin whose other draws are not shown)
             state += f" · SEALED draw {seal.draw + 1}/{seal.draws} of {seal.group}"
         rows.append((t.id, state, t.dataset, arch, size, acc, f"{t.query_budget:,}", "\n".join(t.scenarios)))
