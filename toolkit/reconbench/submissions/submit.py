@@ -47,7 +47,7 @@ def require_run(run_dir: Path) -> Path:
 
 
 def _refuse_a_rerun(result: ResultFile, result_dir: Path, root: Path) -> str | None:
-    """A re-run of an entry already under `root` that reproduces it (the same or near reconstructions)
+    """A re-run of an entry already under `root` with the same reconstruction file
     is refused before anything is written (submissions/reproduces.py): validate would fail it, and the
     newcomer has better options. The same run with other reconstructions (another thread count or
     device) is an honest replicate: accepted, and the line that says what the board does with it is

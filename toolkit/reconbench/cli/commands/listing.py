@@ -34,9 +34,9 @@ def print_tracks(status: str | None = None, include_planned: bool = False) -> No
         seal = getattr(t, "seal", None)
         twin = seal is not None and t.id == seal.group
         if twin:  # one row per sealed twin, under the id --track takes: its K draws are runs of it
-            state += f" · SEALED twin: {seal.draws} draws, {t.id}-d0 to -d{seal.draws - 1}"
+            state += f" · SEALED twin, {seal.draws} draws"  # short: the table keeps a column per field
         elif seal is not None:  # one draw alone (tracks --status, or a twin whose other draws are not shown)
-            state += f" · SEALED draw {seal.draw + 1}/{seal.draws} of {seal.group}"
+            state += f" · SEALED draw {seal.draw + 1}/{seal.draws}"
         rows.append((t.id, state, t.dataset, arch, size, acc, f"{t.query_budget:,}", "\n".join(t.scenarios)))
     columns = ("status", "dataset", "architecture", "|D_tar|", "accuracy train/test", "query budget", "scenarios")
     console.print(_table(title, columns, rows), crop=False)
@@ -75,7 +75,7 @@ def sealed_footer(sealed: list) -> str:
     reveal = ", ".join(sorted({f"season {t.seal.season}: key revealed after {t.seal.reveal_after}" for t in sealed}))
     return (f"SEALED twins ({', '.join(groups)}): each draw's model trained on one half of a public pool, drawn "
             "from the board's secret key. --track takes the twin's id and runs all its draws (what the board's "
-            f"verdict needs); to try one draw: {invoked_as()} evaluate --track {groups[0]} --draws 1 --budget quick. "
+            "verdict needs; one draw alone: --track <twin>-d0, -d1, ...); to try one draw: {invoked_as()} evaluate --track {groups[0]} --draws 1 --budget quick. "
             "evaluate scores against the nearest pool item; the membership gap and the extraction count are scored "
             "by CI's keyed validation of your pull request and published on the twin's board; anyone can recompute "
             f"them once the key is revealed ({reveal}). More: docs/sealed.md")

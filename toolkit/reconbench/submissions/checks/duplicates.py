@@ -23,9 +23,9 @@ never ranked: the setting ranks once), and said plainly to be a failed reproduct
 metrics differ too. A registered attack's near-duplicate of an earlier entry of the same attack under
 other options (MI-Face converges: 50 iterations and the default give near-identical images) is
 held until reproduced, not failed: a reproduction re-runs the toolkit's own code, which tells an honest
-convergence from a copy. A file attack's is failed as before (its own code could carry the copy). The board is every other entry under the root whose
-result.json parses and whose signature verifies under its team's keys (an unsigned stray file
-cannot claim a real entry's hash).
+convergence from a copy. A file attack's is failed as before (its own code could carry the copy).
+The board is every other entry under the root whose result.json parses and whose signature verifies
+under its team's keys (an unsigned stray file cannot claim a real entry's hash).
 """
 
 from __future__ import annotations
