@@ -81,7 +81,9 @@ def test_a_folder_without_a_result_points_at_evaluate(tmp_path, command):
     res = runner.invoke(app, [c.format(dir=tmp_path) for c in command])
     assert res.exit_code != 0
     text = " ".join(res.output.split())
-    assert f"{tmp_path}: holds no result.json, so it is not a run: `recon-submit evaluate" in text and "Traceback" not in text
+    from reconbench.core.console import invoked_as  # the command as it runs in this shell (issue 45)
+
+    assert f"{tmp_path}: holds no result.json, so it is not a run: `{invoked_as()} evaluate" in text and "Traceback" not in text
 
 
 def test_a_white_box_attack_in_a_black_box_cell_is_told_about_the_surrogate(tmp_path):
