@@ -75,7 +75,8 @@ def sealed_footer(sealed: list) -> str:
     reveal = ", ".join(sorted({f"season {t.seal.season}: key revealed after {t.seal.reveal_after}" for t in sealed}))
     return (f"SEALED twins ({', '.join(groups)}): each draw's model trained on one half of a public pool, drawn "
             "from the board's secret key. --track takes the twin's id and runs all its draws (what the board's "
-            "verdict needs; one draw alone: --track <twin>-d0, -d1, ...); to try one draw: {invoked_as()} evaluate --track {groups[0]} --draws 1 --budget quick. "
+            "verdict needs; one draw alone: --track <twin>-d0, -d1, ...); to try one draw: "
+            f"{invoked_as()} evaluate --track {groups[0]} --draws 1 --budget quick. "
             "evaluate scores against the nearest pool item; the membership gap and the extraction count are scored "
             "by CI's keyed validation of your pull request and published on the twin's board; anyone can recompute "
             f"them once the key is revealed ({reveal}). More: docs/sealed.md")
