@@ -49,7 +49,7 @@ def test_empty_submissions_build(tmp_path):
     # issue 45: docs/sealed.md is on the site, linked from the home page and the methodology, and a
     # twin's page renders its table of draws as a table (it read as raw Markdown pipes)
     sealed = read(out, "sealed/index.html")
-    assert "Sealed tracks" in sealed and "--draws 1" in sealed
+    assert "Sealed tracks" in sealed and "Try one" in sealed and "fashion-n100-sealed" in sealed
     assert 'href="sealed/"' in read(out, "index.html") and 'href="../sealed/"' in read(out, "methodology/index.html")
     twin = read(out, "leaderboards/fashion-n100-sealed/index.html")
     assert "<th>draw</th>" in twin and "| draw |" not in twin and "|---|" not in twin
