@@ -58,6 +58,7 @@ def test_an_own_attack_is_named_by_its_class_in_the_cli_and_on_the_board():
 
     assert own_attack_label("attacks/mine.py:GradInversion", "grad-inv", "my-lab") == "GradInversion (my-lab's own attack)"
     assert own_attack_label("mine.py:GradInversion", "grad-inv") == "GradInversion (own attack)"
+    assert own_attack_label("x.py:" + "A" * 500, "long", "t") == "A" * 39 + "… (t's own attack)"  # one cell, not a page
     hostile = own_attack_label("x.py:[bold]<b>Evil</b>", "evil", "mallory")
     buf = StringIO()
     print_metrics(Console(file=buf, width=100), f"{hostile} on digits", {}, {})
