@@ -50,7 +50,8 @@ def ran_line(track_ids: Iterable[str]) -> str | None:
                f" The board gives no verdict on fewer than {first.draws}: it shows \"partial: {n} of {first.draws} "
                "draws\" until every draw is in (--draws all, the default, runs them all).")
     return (f"sealed twin {first.group}: {n} of {first.draws} draws ran ({done}).{partial} Next: submit each draw's "
-            f"folder (one entry per draw), validate, and open the pull request; {WHEN}; {reveal(first)}.")
+            f"folder (one entry per draw), validate, and open the pull request; {WHEN.replace('its ', 'their ', 1)}; "
+            f"{reveal(first)}.")
 
 
 def submitted_line(track_id: str, on_board: int) -> str | None:
