@@ -139,8 +139,8 @@ def render_markdown(report: BoardReport) -> str:
         lines += [f"> - ⚠️ {md(c.text())}" for c in report.key_changes]
         lines.append("")
     verdict = "✅ all entries pass" if report.ok else "❌ some entries fail"
-    lines += [f"**{verdict}**. Trust levels: `failed` / `held` (near-copies of public images: listed, not "
-              "ranked) / `signed` (schema, signature, registry) / `re-scored` (CI recomputed every claimed "
+    lines += [f"**{verdict}**. Trust levels: `failed` / `held` (near-copies of public images, or a replicate of "
+              "an earlier entry's setting: listed, not ranked) / `signed` (schema, signature, registry) / `re-scored` (CI recomputed every claimed "
               "metric; no copied dataset image).", ""]
     if report.entries:
         lines += ["| entry | trust | first problem |", "|---|---|---|"]
