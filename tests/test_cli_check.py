@@ -89,7 +89,9 @@ def test_a_folder_without_a_result_points_at_evaluate(tmp_path, command):
     res = runner.invoke(app, [c.format(dir=tmp_path) for c in command])
     assert res.exit_code != 0
     text = " ".join(res.output.split())
-    assert f"{tmp_path}: holds no result.json, so it is not a run: `recon-submit evaluate" in text and "Traceback" not in text
+    from reconbench.core.console import invoked_as  # the command as it runs in this shell (issue 45)
+
+    assert f"{tmp_path}: holds no result.json, so it is not a run: `{invoked_as()} evaluate" in text and "Traceback" not in text
 
 
 def test_a_white_box_attack_in_a_black_box_cell_is_told_about_the_surrogate(tmp_path):
@@ -97,3 +99,43 @@ def test_a_white_box_attack_in_a_black_box_cell_is_told_about_the_surrogate(tmp_
                               "--out", str(tmp_path / "x")])
     assert res.exit_code != 0 and not (tmp_path / "x").exists()
     assert "add --surrogate dfme or --surrogate aux" in " ".join(res.output.split())
+
+
+def test_check_says_a_long_repeated_reason_once_in_100_columns(run, tmp_path):
+    """Issue 45, item 7: piped output is 100 columns wide (it was 200), and the reason the FID/LPIPS rows
+    did not run (which weights are missing, where they go, how to fetch them) is said once per weights
+    file, not in ten rows; later rows point at the first ("as for rescore.fid")."""
+    import os
+    import subprocess
+    import sys
+
+    from cli_process import TOOLKIT
+
+    folder, _ = run
+    empty = tmp_path / "no-weights"
+    empty.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"} | {"PYTHONPATH": str(TOOLKIT)}
+    proc = subprocess.run([sys.executable, "-m", "reconbench.cli", "check", str(folder), "--weights-dir", str(empty)],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    table = [line for line in proc.stdout.splitlines() if line[:1] in "┌│└"]
+    assert table and max(len(line) for line in table) <= 100, max(table, key=len)
+    for weights in ("pt_inception-2015-12-05-6726825d.pth", "alexnet-owt-7be5be79.pth"):
+        assert proc.stdout.count(weights) == 1, (weights, proc.stdout)
+    assert "(as for" in proc.stdout and re.search(r"rescore\.membership\.fid\s.*not-run", proc.stdout)
+
+
+def test_said_once_keeps_every_first_reason_and_short_ones():
+    from reconbench.submissions.checks.base import Check
+    from reconbench.submissions.report import said_once
+
+    why = "inception weights unavailable: pt_inception.pth is not in the weights cache (see where)"
+    checks = [Check("rescore.fid", "not-run", f"not computable here (FID: not computed ({why}))"),
+              Check("rescore.prdc", "not-run", f"not computable here (PRDC: not computed ({why}))"),
+              Check("gap.fid", "not-run", f"FID: not computed ({why})"),
+              Check("rescore.ssim", "pass", "0.5 (coverage 2%) as claimed (tolerance 1e-4)")]
+    said = said_once(checks)
+    assert said[0] == checks[0].message  # the first says it all
+    assert said[1] == "not computable here (PRDC: not computed (as for rescore.fid))"
+    assert said[2] == "FID: not computed (as for rescore.fid)"
+    assert said[3] == checks[3].message  # short parentheses are never shortened

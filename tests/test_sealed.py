@@ -153,6 +153,9 @@ def test_seal_train_evaluate_validate_reveal_verify(on_sealed, tmp_path):
     # validate without the key: passes, nothing recorded
     entry_report, check = _sealed_check(validate_board(None, root, rescore=False))
     assert check.status == "pass" and "scored at validation" in check.message and entry_report.sealed is None
+    # issue 45: which draw of how many, how many of this run are in, when the numbers are published
+    assert f"draw 1 of {track.seal.draws}, 1 of {track.seal.draws} draws of this run on the board" in check.message
+    assert "published on the twin's board" in check.message and f"revealed after {track.seal.reveal_after}" in check.message
     assert not (entry / "sealed.json").exists()
     # with the key: the gap of the draw, written once, then checked
     entry_report, check = _sealed_check(validate_board(None, root, rescore=False, seal_key=key, write_sealed=True))
@@ -526,6 +529,48 @@ def test_evaluate_s_closing_lines_on_a_sealed_draw_say_scored_at_validation():
     assert "membership gap and extraction count: scored at validation" in text
     assert f"sealed track {GROUP}, draw {payload.sealed.draw}" in text
     assert "not tested" not in text and "verdict:" not in text
+    # issue 45: which draw of how many, what comes next and when the numbers are published
+    from reconbench.core.tracks import get_track
+
+    seal = get_track(payload.track).seal
+    assert f"draw {seal.draw + 1} of {seal.draws} of twin {GROUP}" in text
+    assert "scored by CI's keyed validation after your pull request" in text and "published on the twin's board" in text
+    assert f"revealed after {seal.reveal_after}" in text
+
+
+def test_every_sealed_command_says_how_many_draws_ran_what_next_and_when_the_score_comes(tmp_path):
+    """Issue 45: `evaluate --draws N` says N of K ran and what a partial run means; `submit` how many draws
+    of the run are in; `tracks` lists the twin ids `--track` takes, not only the draws."""
+    from reconbench.core.sealed_next import draws_in, ran_line, submitted_line
+    from reconbench.core.tracks import get_track, pick_draws
+    from reconbench.image.results import parse_result_json
+    from cli_process import recon
+
+    draws = [t.id for t in pick_draws(GROUP, 1)]
+    seal = get_track(draws[0]).seal
+    line = ran_line(draws)
+    assert line.startswith(f"sealed twin {GROUP}: 1 of {seal.draws} draws ran (d0).")
+    assert f'"partial: 1 of {seal.draws} draws"' in line and "--draws all" in line and "submit each draw's folder" in line
+    assert f"revealed after {seal.reveal_after}" in line
+    assert "partial" not in ran_line([t.id for t in pick_draws(GROUP, "all")])
+    assert ran_line(["digits"]) is None and submitted_line("digits", 0) is None
+    # draws_in counts the draws of one run in a team folder; a hostile folder (broken JSON) counts for nothing
+    examples = Path(__file__).resolve().parents[1] / "submissions" / "sealed-examples"
+    team = tmp_path / "team"
+    entry = next(examples.glob(f"{GROUP}-d0-*/result.json")).parent
+    shutil.copytree(entry, team / entry.name)
+    (team / "broken").mkdir()
+    (team / "broken" / "result.json").write_text("{not json")
+    payload = parse_result_json(team / entry.name / "result.json").payload
+    assert draws_in(team, payload) == 1
+    said = submitted_line(payload.track, 1)
+    assert f"1 of {seal.draws} draws of this run" in said and f"submit the other {seal.draws - 1} draw folders" in said
+    out = recon("tracks", env={"COLUMNS": "100"}).stdout
+    ids = [line.split("│")[1].strip() for line in out.splitlines() if line.startswith("│") and line.split("│")[1].strip()]
+    assert GROUP in ids and f"{GROUP}-d0" not in ids  # the twin's id, its draws folded into it
+    flat = " ".join(out.split())
+    assert "evaluate --track fashion-n100-sealed --draws 1 --budget quick" in flat  # the first twin, sorted
+    assert "scored by CI's keyed validation" in flat and "docs/sealed.md" in flat
 
 
 
@@ -653,6 +698,26 @@ def test_an_update_twin_s_page_says_its_observation_is_published_and_what_a_memb
     assert "an update of the public model before it by its own half of one public pool of 128 images" in update
     assert "an exact copy of a member needs a reproduction and a reviewer" in update
     assert "a model trained on its own half of one public pool of 2000 images" in static and "exact copy" not in static
+
+
+def test_every_twin_page_renders_its_table_of_draws_as_a_table():
+    """Issue 45: on a static twin's page the table of draws followed the paragraph with no blank line
+    (trim_blocks ate it after the `{% endif %}` of the update twins' paragraph), so Markdown printed its
+    pipes as text. Rendered here as MkDocs renders it (mkdocs.yml's `tables` extension)."""
+    import markdown
+
+    from reconbench.core.tracks import all_tracks
+    from reconbench.leaderboard.pages import Pages
+    from reconbench.leaderboard.sealed import twin_pages
+
+    rendered = Pages()
+    twins = twin_pages([t for t in all_tracks() if getattr(t, "seal", None) is not None], [], {})
+    assert {p["path"] for p in twins} >= {f"leaderboards/{GROUP}.md", f"leaderboards/{UPDATE_GROUP}.md"}
+    for page in twins:
+        rendered.page(page["path"], "sealed_group.md.j2", sealed=page["sealed"], draws=page["draws"])
+        body = rendered.markdown[page["path"]].split("\n---\n", 1)[1]  # past the front matter
+        html = markdown.markdown(body, extensions=["tables", "attr_list", "admonition"])
+        assert "<th>draw</th>" in html and "| draw |" not in html and "|---|" not in html, page["path"]
 
 
 def test_the_update_pools_are_past_every_static_twin_s_pool_and_class_balanced():

@@ -46,6 +46,13 @@ def test_empty_submissions_build(tmp_path):
         assert "built into the toolkit" in page and "text (SoK App. B)" in page
         assert f'href="{name}/"' in index
     assert json.loads(read(out, "downloads/leaderboard.json"))["entries"] == []
+    # issue 45: docs/sealed.md is on the site, linked from the home page and the methodology, and a
+    # twin's page renders its table of draws as a table (it read as raw Markdown pipes)
+    sealed = read(out, "sealed/index.html")
+    assert "Sealed tracks" in sealed and "Try one" in sealed and "fashion-n100-sealed" in sealed
+    assert 'href="sealed/"' in read(out, "index.html") and 'href="../sealed/"' in read(out, "methodology/index.html")
+    twin = read(out, "leaderboards/fashion-n100-sealed/index.html")
+    assert "<th>draw</th>" in twin and "| draw |" not in twin and "|---|" not in twin
     # the bundled plotly.js and the schema are there even without entries
     assert (out / "assets/javascripts/plotly.min.js").stat().st_size > 1_000_000
     from reconbench.image.results import result_json_schema

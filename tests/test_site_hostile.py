@@ -81,10 +81,12 @@ def site(tmp_path_factory):
     (subs / "mallory" / "team.toml").write_text(f'name = "<img src=x onerror=alert(1)>"\nkeys = ["{mal_pub}"]\n')
     mal = honest  # every hostile entry below is derived from the honest one, re-signed by mallory
 
-    # 1. a fabricated FID on an otherwise valid entry (CI cannot recompute FID here)
+    # 1. a fabricated FID on an otherwise valid entry (CI cannot recompute FID here); a seed of its own: the
+    # honest entry's setting with other images would be a replicate of it, held (issue 45). Seed 1, below the
+    # x entries' 10-12: with them it is a seed group, whose row shows its lowest seed's claims
     fabricated = derive(mal, subs, "mallory", other, "digits-fabricated-fid", images=noise(1)[0], labels=noise(1)[1],
-                        edit=lambda p: p["metrics"].update(fid={"status": "computed", "value": 0.5, "coverage": None,
-                                                                "note": None}))
+                        edit=lambda p: (p["metrics"].update(fid={"status": "computed", "value": 0.5, "coverage": None,
+                                                                 "note": None}), with_seed(p, 1)))
     # 2. X and X.png (and X.md, and 'index') in one team: their site files used to collide
     # each its own seed: the same settings and seed with metrics within tolerance would be a re-run of the
     # first (checks/duplicates.py, submissions/reproduces.py), and noise scores alike

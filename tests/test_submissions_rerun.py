@@ -1,12 +1,15 @@
-"""A re-run of an entry already on the board (issue 24, point 2): `submit` refuses it before writing
-anything and `validate` fails it, both with one line that names the original ("this reproduces
-entry X; nothing new to rank") and the two ways on; another seed is a new entry."""
+"""A re-run of an entry already on the board (issue 24, point 2): `submit` refuses the same file before
+writing anything and `validate` fails it, both with one line that names the original ("this reproduces
+entry X; nothing new to rank") and the two ways on; another seed is a new entry. The same run with
+other images (another thread count or device: issue 45, item 6) is accepted as a replicate of the
+setting: listed beside the original, held, never ranked on its own."""
 
 from __future__ import annotations
 
 import json
 import shutil
 
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
@@ -48,6 +51,8 @@ def test_submit_says_a_rerun_reproduces_the_entry_and_writes_nothing(board, tmp_
     assert "the same reconstruction file" in message
     (record, again) = err.value.options
     assert f"recon-submit reproduce submissions/alpha/{board.entry.name} --from-run {run}" in record
+    # issue 45: said plainly that it records nothing for someone who is not a listed reproducer
+    assert "maintainers/reproducers.toml" in record and "for anyone else it writes nothing" in record
     # MI-Face starts from zeros: another seed gives the same bytes, so what changes the output is offered
     assert "does not depend on the seed" in again and "init=uniform" in again and "--seed" not in again
     assert sorted(p.relative_to(board.root) for p in board.root.rglob("*")) == before  # nothing written
@@ -78,8 +83,11 @@ def test_metrics_within_tolerance_are_a_reproduction_too(board, tmp_path):
         nudge(p)
         p["metrics"]["ssim"]["value"] += 0.05
     far = rerun_of(board, tmp_path / "far", board.beta_key, beyond)
-    assert reproduces.finding(parse_any_result(far / RESULT_FILE).payload,
-                              [(board.entry, parse_any_result(board.result_json).payload)]) is None
+    failed = reproduces.finding(parse_any_result(far / RESULT_FILE).payload,
+                                [(board.entry, parse_any_result(board.result_json).payload)])
+    # the same run with other bytes and another SSIM: a replicate, said plainly to be a failed reproduction
+    assert failed.kind == reproduces.REPLICATE and not failed.agrees and "ssim" in failed.how
+    assert "failed attempt" in reproduces.replicate_line(failed)
 
 
 def test_another_seed_is_not_a_reproduction(board, tmp_path):
@@ -98,7 +106,7 @@ def test_validate_names_the_original_and_the_ways_on(board, tmp_path):
     assert check.name == "duplicates"
     assert check.message.startswith(f"this reproduces entry alpha/{board.entry.name}, already on the board, which came first")
     assert check.message.endswith("nothing new to rank")
-    assert check.details[0].endswith(f"--from-run submissions/beta/{twin.name}")
+    assert f"--from-run submissions/beta/{twin.name} compares every metric" in check.details[0]
     assert "does not depend on the seed" in check.details[1]
     result = runner.invoke(app, ["validate", str(twin), "--root", str(board.root), "--no-rescore"])
     assert result.exit_code == 1 and "nothing new to rank" in result.output
@@ -115,31 +123,108 @@ def test_a_seeded_configuration_is_offered_another_seed(board, tmp_path):
     assert "init=zeros" in reproduces.seed_ignored(zeros)
 
 
-def test_the_same_settings_and_seed_with_other_images_do_not_reproduce_it(board, tmp_path):
-    """Issue 37: a "reproduction" compares the reconstructions too. Same run, every metric as claimed by
-    the original, but entirely other images (here: the originals inverted) is a diverging re-run:
-    said so, and not called a reproduction."""
+def _same_run_with(board, tmp_path, name, images, labels):
+    """A run folder of alpha's run (same attack, settings and seed) whose reconstructions are `images`,
+    signed by beta: what a re-run at another thread count or on another device writes."""
     import numpy as np
 
     from reconbench.core.io import save_arrays, sha256_file
+
+    run = tmp_path / name
+    shutil.copytree(board.result_dir, run)
+    save_arrays(run / "reconstructions.safetensors", {"images": np.ascontiguousarray(images, dtype=np.uint8),
+                                                      "labels": labels})
+    rerun_of(board, tmp_path / f"{name}-signed", board.beta_key,
+             lambda p: p["reconstructions"].update(sha256=sha256_file(run / "reconstructions.safetensors")))
+    shutil.copyfile(tmp_path / f"{name}-signed" / RESULT_FILE, run / RESULT_FILE)
+    return run
+
+
+def _board_rows(reports):
+    from reconbench.leaderboard.frame import entries_frame, ranked, sort_board
+
+    frame = sort_board(entries_frame([r for r in reports if r.entry_id]))
+    return frame, ranked(frame)
+
+
+def test_a_rerun_at_another_thread_count_is_accepted_as_a_replicate(board, tmp_path):
+    """Issue 45, item 6: the same attack, settings and seed, images whose bytes differ a little (float
+    sums in another order round some pixels to the next grey level) is an honest replicate: submit
+    writes it and says so, validate holds it beside the original, and the board ranks the setting once."""
+    import numpy as np
+
     from reconbench.image.results import load_reconstructions
 
     images, labels = load_reconstructions(board.recon)
-    run = tmp_path / "diverged"
-    shutil.copytree(board.result_dir, run)
-    save_arrays(run / "reconstructions.safetensors", {"images": (255 - images).astype(np.uint8), "labels": labels})
-    rerun_of(board, tmp_path / "signed", board.beta_key,
-             lambda p: p["reconstructions"].update(sha256=sha256_file(run / "reconstructions.safetensors")))
-    shutil.copyfile(tmp_path / "signed" / RESULT_FILE, run / RESULT_FILE)
-    twin = board.root / "beta" / json.loads((run / RESULT_FILE).read_text())["payload"]["entry_id"]
-    with pytest.raises(SubmitError) as err:  # submit compares the images too, before it writes
-        submit_result(run, "beta", root=board.root, key_path=board.beta_key)
-    assert str(err.value).startswith(f"this re-runs entry alpha/{board.entry.name} without reproducing it")
-    assert "a diverging re-run" in str(err.value) and "0% of the reconstructions are near its" in str(err.value)
-    shutil.copytree(run, twin)
-    check = failure({r.path: r for r in board.validate().entries}[twin])
-    assert check.name == "duplicates" and check.message.startswith(f"this re-runs entry alpha/{board.entry.name} without")
-    assert "reproduction attempt" in check.details[0]
+    rng = np.random.default_rng(3)
+    nudged = np.clip(images.astype(np.int16) + rng.integers(-1, 2, images.shape) * (rng.random(images.shape) < 0.3),
+                     0, 255).astype(np.uint8)
+    assert not np.array_equal(nudged, images)
+    run = _same_run_with(board, tmp_path, "threads-1", nudged, labels)
+    out = submit_result(run, "beta", root=board.root, key_path=board.beta_key)  # not refused
+    assert out.entry.is_dir() and out.note.startswith(f"a replicate of entry alpha/{board.entry.name}")
+    assert "reproduces that entry in all but bytes" in out.note and "never ranked on its own" in out.note
+    reports = board.validate().entries
+    by_path = {r.path: r for r in reports}
+    assert by_path[board.entry].trust == "signed"  # the original is untouched
+    replicate = by_path[out.entry]
+    assert replicate.trust == "held" and replicate.held_reason.startswith(f"a replicate of entry alpha/{board.entry.name}")
+    (dup,) = [c for c in replicate.checks if c.name == "duplicates"]
+    assert dup.status == "warn" and "same attack, settings and seed" in dup.message
+    frame, ranked = _board_rows(reports)
+    # the board lists both rows; only the original ranks (position 1), the replicate has no position
+    assert set(frame["entry_id"]) == {board.entry.name, out.entry.name}
+    assert list(ranked["entry_id"]) == [board.entry.name]
+    row = frame[frame["entry_id"] == out.entry.name].iloc[0]
+    assert row["trust"] == "held" and "replicate" in row["held_reason"] and pd.isna(row["position"])
+
+
+def test_the_same_settings_and_seed_with_other_images_are_a_failed_reproduction_attempt(board, tmp_path):
+    """Issue 37 and 45: a "reproduction" compares the reconstructions too. Same run, every metric as claimed
+    by the original, but entirely other images (here: the originals inverted) is not called a
+    reproduction: it is a replicate, said plainly to be a failed reproduction attempt, and not ranked."""
+    from reconbench.image.results import load_reconstructions
+
+    images, labels = load_reconstructions(board.recon)
+    run = _same_run_with(board, tmp_path, "diverged", 255 - images, labels)
+    out = submit_result(run, "beta", root=board.root, key_path=board.beta_key)  # compared before it writes, not refused
+    assert out.note.startswith(f"a replicate of entry alpha/{board.entry.name}")
+    assert "0% of the reconstructions are near its" in out.note and "a failed attempt" in out.note
+    reports = board.validate().entries
+    replicate = {r.path: r for r in reports}[out.entry]
+    assert replicate.trust == "held" and "failed attempt" in replicate.held_reason
+    assert list(_board_rows(reports)[1]["entry_id"]) == [board.entry.name]
+
+
+def test_a_replicate_that_copies_another_teams_images_never_ranks(board, tmp_path):
+    """Hostile: beta copies alpha's reconstructions with one pixel changed each and claims alpha's very run
+    (a reproduction record would lift any other held entry). It is a replicate: held, listed as a
+    copy in all but bytes, and never ranked, so nobody ranks another team's reconstructions this way."""
+    import numpy as np
+
+    from reconbench.image.results import load_reconstructions
+
+    images, labels = load_reconstructions(board.recon)
+    copied = np.ascontiguousarray(images).copy()
+    flat = copied.reshape(len(copied), -1)  # one full-range pixel changed per image (test_submissions_hostile)
+    rows, idx = np.arange(len(flat)), np.random.default_rng(1).integers(0, flat.shape[1], len(flat))
+    flat[rows, idx] = np.where(flat[rows, idx] > 127, 0, 255)
+    run = _same_run_with(board, tmp_path, "copied", copied, labels)
+    staged = board.root / "beta" / json.loads((run / RESULT_FILE).read_text())["payload"]["entry_id"]
+    shutil.copytree(run, staged)  # past submit, by hand
+    reports = board.validate().entries
+    replicate = {r.path: r for r in reports}[staged]
+    assert replicate.trust == "held" and "of the reconstructions are near-duplicates" in replicate.held_reason
+    assert "it reproduces that entry in all but bytes" in replicate.held_reason
+    assert list(_board_rows(reports)[1]["entry_id"]) == [board.entry.name]
+    # even a reproduction record does not make a replicate rank: its setting ranks once, by the original
+    from reconbench.submissions.checks.base import Context
+    from reconbench.submissions.layout import Unit
+    from reconbench.submissions.validate import _trust
+
+    ctx = Context(unit=Unit(path=staged, team="beta", entry_id=staged.name), root=board.root, board=None)
+    ctx.replicate_of, ctx.reproduced = board.entry, True
+    assert _trust(ctx, replicate.checks) == "held"
 
 
 def test_another_seed_of_a_seed_free_attack_says_what_changes_the_output(board, tmp_path):
@@ -153,3 +238,84 @@ def test_another_seed_of_a_seed_free_attack_says_what_changes_the_output(board, 
     assert check.name == "duplicates" and check.message.startswith("the same reconstruction file")
     assert f"alpha/{board.entry.name}" in check.message
     assert "does not depend on the seed there" in check.message and "another seed does not" in check.message
+
+
+def _other_team_run(board, tmp_path, name, images, labels, mutate):
+    """beta's entry of alpha's attack under `mutate`d settings, with `images` as its reconstructions."""
+    import numpy as np
+
+    from reconbench.core.io import save_arrays, sha256_file
+
+    run = tmp_path / name
+    shutil.copytree(board.result_dir, run)
+    save_arrays(run / "reconstructions.safetensors", {"images": np.ascontiguousarray(images), "labels": labels})
+
+    def edit(p):
+        p["reconstructions"]["sha256"] = sha256_file(run / "reconstructions.safetensors")
+        mutate(p)
+    rerun_of(board, tmp_path / f"{name}-signed", board.beta_key, edit)
+    shutil.copyfile(tmp_path / f"{name}-signed" / RESULT_FILE, run / RESULT_FILE)
+    staged = board.root / "beta" / json.loads((run / RESULT_FILE).read_text())["payload"]["entry_id"]
+    shutil.copytree(run, staged)
+    return staged
+
+
+def _one_pixel_each(images, seed=1):
+    import numpy as np
+
+    out = np.ascontiguousarray(images).copy()
+    flat = out.reshape(len(out), -1)
+    rows, idx = np.arange(len(flat)), np.random.default_rng(seed).integers(0, flat.shape[1], len(flat))
+    flat[rows, idx] = np.where(flat[rows, idx] > 127, 0, 255)
+    return out
+
+
+def test_a_registered_attack_that_converges_under_other_options_is_held_not_refused(board, tmp_path):
+    """Issue 45, item 6: MI-Face converges, so another iteration count can give near-identical images to an
+    earlier team's entry. The toolkit's own code re-run tells convergence from a copy, so the entry is held
+    until reproduced (listed, not ranked), not failed as a copy."""
+    from reconbench.image.results import load_reconstructions
+    from submission_helpers import recorded
+
+    images, labels = load_reconstructions(board.recon)
+
+    def fifty(p):
+        p["attack"]["config"]["iterations"] = 50
+        recorded(p, {"iterations": 50})
+    staged = _other_team_run(board, tmp_path, "fifty", _one_pixel_each(images), labels, fifty)
+    reports = board.validate().entries
+    mine = {r.path: r for r in reports}[staged]
+    (dup,) = [c for c in mine.checks if c.name == "duplicates"]
+    assert mine.trust == "held" and dup.status == "warn", [c.to_dict() for c in mine.checks]
+    assert f"near-duplicates of those of alpha/{board.entry.name}" in mine.held_reason
+    assert "same attack (mi-face) under other options" in mine.held_reason and "until reproduced" in mine.held_reason
+    assert list(_board_rows(reports)[1]["entry_id"]) == [board.entry.name]
+
+
+def test_a_near_copy_under_another_seed_alone_still_fails(board, tmp_path):
+    """Hostile: the same copy claiming only another seed is no convergence of other options (MI-Face from
+    zeros gives the same bytes for every seed, so an honest run would be the same file): it fails."""
+    from reconbench.image.results import load_reconstructions
+    from submission_helpers import with_seed
+
+    images, labels = load_reconstructions(board.recon)
+    staged = _other_team_run(board, tmp_path, "seed9", _one_pixel_each(images), labels, lambda p: with_seed(p, 9))
+    check = failure({r.path: r for r in board.validate().entries}[staged])
+    assert check.name == "duplicates" and f"near-duplicates of those of alpha/{board.entry.name}" in check.message
+
+
+def test_recording_a_reproduction_says_plainly_when_it_writes_nothing(board, tmp_path):
+    """Issue 45, item 7: `reproduce X --from-run RUN`, as the refusal offers it, writes a record only for a
+    reproducer listed in maintainers/reproducers.toml; anyone else is told that nothing was recorded and
+    what to do instead, not left to find no file."""
+    run = rerun_of(board, tmp_path / "my-run", board.beta_key)
+    res = runner.invoke(app, ["reproduce", str(board.entry), "--from-run", str(run), "--quiet"])
+    assert res.exit_code == 0, res.output
+    flat = " ".join(res.output.split())
+    assert "no record written: only a reproducer listed in maintainers/reproducers.toml signs one" in flat
+    assert "This command records nothing for you" in flat and "pull request or an issue" in flat
+    assert not (board.entry / "reproduction.json").exists()
+    # a key that is not listed: refused before anything runs, and said to have written nothing
+    res = runner.invoke(app, ["reproduce", str(board.entry), "--from-run", str(run), "--key", str(board.beta_key)])
+    assert res.exit_code == 1 and "not a reproducer key" in res.output and "nothing was written" in " ".join(res.output.split())
+    assert not (board.entry / "reproduction.json").exists()

@@ -8,6 +8,7 @@ console.CliGroup: raise, don't print. A new command module: add its name to comm
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Optional
@@ -110,6 +111,15 @@ def evaluate(
                if twin else [run(attack, track, out=out, command=command_for(track), **common)])
     for output in outputs:
         _print_run(output)
+    if twin:  # N of K draws ran, what a partial run means, what comes next and when the score is published
+        from reconbench.core.sealed_next import ran_line
+
+        from reconbench.core.console import invoked_as
+
+        console.print(escape(ran_line([o.result.payload.track for o in outputs]) or ""), highlight=False, soft_wrap=True)
+        for o in outputs:
+            console.print(f"  {escape(invoked_as())} submit {escape(shlex.quote(str(o.folder)))} --team YOUR-TEAM",
+                          highlight=False, soft_wrap=True)
 
 
 def _print_run(output) -> None:
@@ -117,7 +127,11 @@ def _print_run(output) -> None:
     from reconbench.cli.commands.metric_table import print_metrics
     from reconbench.image.metrics import METRICS
 
-    print_metrics(console, f"{payload.attack.name} on {payload.track} ({payload.scenario})", payload.metrics,
+    from reconbench.core.attack_source import is_file_attack, own_attack_label
+
+    attack = payload.attack
+    shown = own_attack_label(attack.code, attack.name) if is_file_attack(attack.code) else attack.name
+    print_metrics(console, f"{shown} on {payload.track} ({payload.scenario})", payload.metrics,
                   {name: info.direction for name, info in METRICS.items()})  # the text metrics are all ↑
     from reconbench.cli.commands.verdict import print_verdict
 

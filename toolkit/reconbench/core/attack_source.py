@@ -239,6 +239,17 @@ def is_file_attack(code: str) -> bool:
     return code.rpartition(":")[0].endswith(".py")
 
 
+LABEL_CAP = 40
+
+
+def own_attack_label(code: str, name: str, team: str | None = None) -> str:
+    """How a bring-your-own attack is named on the board and in the CLI: its class name (file.py:Class),
+    marked as the contributor's own (issue 45: "own attack" alone told a reader nothing)."""
+    cls = code.rpartition(":")[2].strip() or name
+    cls = cls if len(cls) <= LABEL_CAP else cls[:LABEL_CAP - 1] + "…"  # a signed string of any length: one board cell
+    return f"{cls} ({team}'s own attack)" if team else f"{cls} (own attack)"
+
+
 def source_problem(folder: Path, signed: str) -> str | None:
     """Why `folder` is not the signed attack source (missing, breaks the rules, other hash); None if it is."""
     if not os.path.isdir(folder) or os.path.islink(folder):

@@ -12,8 +12,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from typer.core import TyperGroup
 
-# Piped output (CI logs, `| grep`) gets a wide table instead of rich's 80-column default.
-_WIDTH = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 200
+# Piped output (CI logs, `| grep`) gets 100 columns instead of rich's 80-column default: wide enough for a
+# column per field of most tables, narrow enough to read in a pull request's log or a split terminal
+# (200 made every table run off the screen: issue 45, item 7). COLUMNS still sets any width.
+PIPED_WIDTH = 100
+_WIDTH = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else PIPED_WIDTH
 console = Console(width=_WIDTH)
 err_console = Console(stderr=True, width=_WIDTH)
 
@@ -138,9 +141,9 @@ def fail(message: str, code: int = 1, options: list[str] | tuple[str, ...] = ())
     one line each under it."""
     import typer
 
-    err_console.print("[bold red]error:[/]", escape(message), highlight=False, markup=True, soft_wrap=True)
+    err_console.print("[bold red]error:[/]", escape(suggest(message)), highlight=False, markup=True, soft_wrap=True)
     for option in options:
-        err_console.print(f"  - {escape(option)}", highlight=False, markup=True, soft_wrap=True)
+        err_console.print(f"  - {escape(suggest(option))}", highlight=False, markup=True, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -154,20 +157,53 @@ def escape(text: object) -> str:
 def invoked_as() -> str:
     """How to call this command line again in the user's shell: `recon-submit` when that is what the
     shell finds, else the path it was run by (`.venv/bin/recon-submit` in a shell with nothing
-    activated), so that printed next steps work as printed."""
+    activated), so that printed next steps work as printed. Run as `python -m reconbench.cli` (or from
+    a test), the environment's own script where there is one, else `python -m reconbench.cli`. Every
+    suggested command goes through here (`suggest` rewrites a message's `recon-submit ...`)."""
+    import shlex
     import shutil
     from pathlib import Path
 
+    found = shutil.which("recon-submit")
     script = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
     if script is None or script.name != "recon-submit":  # python -m reconbench.cli, tests
-        return "recon-submit"
-    found = shutil.which("recon-submit")
+        if found:
+            return "recon-submit"
+        own = Path(sys.prefix) / "bin" / "recon-submit"
+        if own.is_file():
+            return shlex.quote(_shown(own))
+        return f"{shlex.quote(_shown(Path(sys.executable)))} -m reconbench.cli"
     if found and Path(found).resolve() == script.resolve():
         return "recon-submit"
+    return shlex.quote(_shown(script))
+
+
+def _shown(path) -> str:
+    """A path as the user would type it here: relative to the working folder when under it."""
+    from pathlib import Path
+
+    absolute = Path(os.path.abspath(path))
     try:
-        return str(script.resolve().relative_to(Path.cwd()))
+        return str(absolute.relative_to(Path.cwd()))
     except ValueError:
-        return str(script)
+        return str(absolute)
+
+
+_SUGGESTED = None
+
+
+def suggest(text: str) -> str:
+    """`text` with every suggested `recon-submit SUBCOMMAND` written as it runs in this shell (invoked_as):
+    messages are composed deep in the package, where nobody knows how the tool was called."""
+    import re
+
+    global _SUGGESTED
+    prefix = invoked_as()
+    if prefix == "recon-submit":
+        return text
+    if _SUGGESTED is None:
+        _SUGGESTED = re.compile(r"(?<![\w/.-])recon-submit(?= [a-z])")
+    return _SUGGESTED.sub(lambda _: prefix, text)
 
 
 def conventional_help() -> None:

@@ -18,6 +18,7 @@ import pandas as pd
 from reconbench.leaderboard import leakage
 from reconbench.image.metrics import METRICS
 from reconbench.core.tracks import TrackError, all_tracks
+from reconbench.core.attack_source import own_attack_label
 from reconbench.submissions.identity import shown
 
 # ascending trust; "held" (near-copies of public images) is listed, never ranked, until reproduced
@@ -149,7 +150,8 @@ def entries_frame(reports: Iterable) -> pd.DataFrame:
                     if name in verified:
                         row[name], row[f"{name}_coverage"] = float(metric.value), coverage
                 row[f"{name}_note"] = metric.note
-            row["attack_label"] = p.attack.name if row["registered"] else f"{report.team}'s own attack"
+            row["attack_label"] = p.attack.name if row["registered"] else own_attack_label(p.attack.code, p.attack.name,
+                                                                                           report.team)
             leakage.fill_row(row, report, p, pinned_holdout)
         row["held_reason"] = getattr(report, "held_reason", None)
         rows.append(row)

@@ -3,7 +3,8 @@
 on_config        validate submissions/ and build every generated page in memory (build.py);
                  expand the Leaderboards and Attacks nav entries into sections
 on_files         add the generated pages, galleries, downloads and the bundled plotly.min.js as
-                 File objects (nothing is written into docs_dir or git)
+                 File objects (nothing is written into docs_dir or git), and the repository docs
+                 the site publishes as they are (REPO_DOCS: docs/sealed.md, one source for both)
 on_post_build    log the end of the build (each stage above logs a progress line: build.StageLog)
 on_page_content  put the HTML fragments back into the rendered pages, links made relative; keep
                  entry pages and board tables out of the search index (search.py)
@@ -49,6 +50,10 @@ from reconbench.leaderboard.search import for_search, summaries  # noqa: E402
 PLOTLY_JS = "assets/javascripts/plotly.min.js"
 NAV_SECTIONS = {"leaderboards/index.md": "leaderboards", "attacks/index.md": "attacks",
                 "judgements/index.md": "judgements", "matrix/index.md": "matrix", "tracks/index.md": "tracks"}
+
+# Repository docs published on the site from their one copy in docs/ (site path -> path beside mkdocs.yml):
+# a newcomer finds the sealed tracks from the home page, the methodology and the nav (issue 45, item 2).
+REPO_DOCS = {"sealed.md": "docs/sealed.md"}
 
 _bundle: SiteBundle | None = None
 _summaries: dict[str, str] = {}
@@ -123,6 +128,10 @@ def on_files(files: Files, config):
             log.warning("reconbench: %s is generated at build time; remove the copy from %s", path, config.docs_dir)
             files.remove(files.get_file_from_path(path))
         files.append(File.generated(config, path, content=content))
+    root = Path(config.config_file_path).parent
+    for path, source in REPO_DOCS.items():
+        if files.get_file_from_path(path) is None:
+            files.append(File.generated(config, path, content=(root / source).read_text(encoding="utf-8")))
     if files.get_file_from_path(PLOTLY_JS) is None:
         files.append(File.generated(config, PLOTLY_JS, abs_src_path=str(plotly_js_path())))
     return files

@@ -53,8 +53,9 @@ TRUST_TEXT = {
     "re-scored": "CI recomputed every metric from the submitted reconstructions and got the claimed numbers",
     "reproduced": "someone else re-ran the attack from the recorded code, seed and config, within tolerance",
     "failed": "validation failed: not ranked",
-    "held": "held: near-copies of public images, or exact copies of its own targets; shown with the evidence, "
-            "not ranked until reproduced",
+    "held": "held: near-copies of public images, exact copies of its own targets, or near-duplicates of an earlier "
+            "entry; shown with the evidence, not ranked until reproduced. A replicate (the same attack, settings "
+            "and seed as an earlier entry, other images) is listed beside it and never ranked: its setting ranks once",
 }
 
 

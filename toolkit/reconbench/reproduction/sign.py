@@ -76,7 +76,8 @@ def _listed_public_key(key_path: Path, reproducers: Path | None) -> None:
         words = pub.read_text(encoding="ascii", errors="replace").split()
         if len(words) >= 2 and words[1] not in reproducer_keys(reproducers):
             raise RecordError(f"{key_path}: not a reproducer key listed in the reproducers file; "
-                              "a record it signs would not be accepted")
+                              "a record it signs would not be accepted, so nothing was written (only the keys "
+                              "in maintainers/reproducers.toml sign records; run without --key to see the comparison)")
 
 
 def reproduce_entry(entry_dir: Path, *, key_path: Path | None = None, record_path: Path | None = None,
@@ -109,7 +110,8 @@ def reproduce_entry(entry_dir: Path, *, key_path: Path | None = None, record_pat
     key = load_private_key(key_path)  # the attack's process tree is gone (AttackProcess waited for it)
     if public_key_b64(key.public_key()) not in reproducer_keys(reproducers):
         raise RecordError(f"{key_path}: not a reproducer key listed in the reproducers file; "
-                          "a record it signs would not be accepted")
+                          "a record it signs would not be accepted, so nothing was written (only the keys "
+                              "in maintainers/reproducers.toml sign records; run without --key to see the comparison)")
     path = Path(record_path) if record_path else Path(entry_dir) / RECORD_FILE
     write_record(path, sign_record(record, key))
     return Outcome(record, path, None)

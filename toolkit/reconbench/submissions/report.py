@@ -25,6 +25,60 @@ def _label(r: EntryReport) -> str:
     return f"{r.team}/ (team folder)" if r.team else f"{r.path.name} (not in a team folder)"
 
 
+LONG_REASON = 60  # a parenthesised reason this long, repeated in one entry's rows, is said in full once
+
+
+def said_once(checks) -> list[str]:
+    """The checks' messages with each long parenthesised reason given in full at its first row only; later
+    rows say "(as for <check>)", at whatever depth the reason sits. Ten not-run rows all saying where the
+    FID/LPIPS weights come from read as ten problems (issue 45, item 7)."""
+    first: dict[str, str] = {}
+    out = []
+    for c in checks:
+        out.append(_shorten(c.message, c.name, first))
+        for reason in _reasons(c.message):
+            first.setdefault(reason, c.name)
+    return out
+
+
+def _shorten(text: str, name: str, first: dict[str, str]) -> str:
+    pieces, last = [], 0
+    for a, b in _groups(text):
+        inner = text[a + 1:b - 1]
+        pieces.append(text[last:a])
+        if len(inner) >= LONG_REASON and first.get(inner, name) != name:
+            pieces.append(f"(as for {first[inner]})")
+        else:
+            pieces.append(f"({_shorten(inner, name, first)})")
+        last = b
+    return "".join(pieces) + text[last:]
+
+
+def _reasons(text: str) -> list[str]:
+    """Every parenthesised group of `text` at least LONG_REASON long, at any depth."""
+    found = []
+    for a, b in _groups(text):
+        inner = text[a + 1:b - 1]
+        if len(inner) >= LONG_REASON:
+            found.append(inner)
+        found += _reasons(inner)
+    return found
+
+
+def _groups(message: str) -> list[tuple[int, int]]:
+    """(start, end) of each top-level "( ... )" group of `message`, nesting respected."""
+    groups, depth, start = [], 0, 0
+    for i, ch in enumerate(message):
+        if ch == "(":
+            start = i if depth == 0 else start
+            depth += 1
+        elif ch == ")" and depth:
+            depth -= 1
+            if depth == 0:
+                groups.append((start, i + 1))
+    return groups
+
+
 def summary_counts(report: BoardReport) -> dict[str, int]:
     return dict(Counter(r.trust for r in report.entries))
 
@@ -42,10 +96,12 @@ def render_entry(r: EntryReport, console: Console, label: str | None = None) -> 
     table.add_column("check", no_wrap=True)
     table.add_column("status", no_wrap=True)
     table.add_column("message")
-    for c in r.checks:
-        message = escape(c.message)
+    from reconbench.core.console import suggest
+
+    for c, said in zip(r.checks, said_once(r.checks)):
+        message = escape(suggest(said))  # a suggested command as it runs in this shell
         if len(c.details) > 1 and c.status == "fail":
-            message += "".join(f"\n  - {escape(d)}" for d in c.details[:MAX_DETAILS])
+            message += "".join(f"\n  - {escape(suggest(d))}" for d in c.details[:MAX_DETAILS])
             message += f"\n  ... and {len(c.details) - MAX_DETAILS} more" if len(c.details) > MAX_DETAILS else ""
         table.add_row(escape(c.name), f"[{STYLE[c.status]}]{c.status}[/]", message)
     console.print(table)
@@ -83,8 +139,8 @@ def render_markdown(report: BoardReport) -> str:
         lines += [f"> - ⚠️ {md(c.text())}" for c in report.key_changes]
         lines.append("")
     verdict = "✅ all entries pass" if report.ok else "❌ some entries fail"
-    lines += [f"**{verdict}**. Trust levels: `failed` / `held` (near-copies of public images: listed, not "
-              "ranked) / `signed` (schema, signature, registry) / `re-scored` (CI recomputed every claimed "
+    lines += [f"**{verdict}**. Trust levels: `failed` / `held` (near-copies of public images, or a replicate of "
+              "an earlier entry's setting: listed, not ranked) / `signed` (schema, signature, registry) / `re-scored` (CI recomputed every claimed "
               "metric; no copied dataset image).", ""]
     if report.entries:
         lines += ["| entry | trust | first problem |", "|---|---|---|"]
@@ -95,8 +151,8 @@ def render_markdown(report: BoardReport) -> str:
     for r in report.entries:
         lines += [f"<details{' open' if r.failed else ''}><summary>{md(_label(r))}: <b>{r.trust}</b></summary>", "",
                   "| check | status | message |", "|---|---|---|"]
-        for c in r.checks:
-            message = md(c.message)
+        for c, said in zip(r.checks, said_once(r.checks)):
+            message = md(said)
             if len(c.details) > 1 and c.status == "fail":
                 message += "".join(f"<br>• {md(d)}" for d in c.details[:MAX_DETAILS])
                 message += f"<br>… and {len(c.details) - MAX_DETAILS} more" if len(c.details) > MAX_DETAILS else ""

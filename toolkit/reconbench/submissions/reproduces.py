@@ -15,9 +15,12 @@ its current module name (core/moved.py) and its configuration with the current d
 (an option added since, at its default, is the same run). `finding` decides whether a run
 reproduces an earlier entry: the same run, and the same reconstruction file, or reconstructions
 near the earlier ones (more than the duplicate share within the track's near-copy thresholds).
-The same run whose every metric agrees but whose reconstructions are others (other images, the
-same aggregate) does not reproduce it: that is a *diverging re-run*, said so, and not ranked
-either (same settings and seed: no new point). Where reconstructions cannot be compared (text),
+The same run whose reconstructions are others (other images: another thread count or
+device changes the bytes of an honest run) does not reproduce it, and is not refused either: it is
+a *replicate* of that setting, accepted and listed beside the earlier entry, never ranked on its own
+(the setting ranks once, by the entry that came first). Where its metrics also differ beyond the
+reproduction tolerances, the replicate is said plainly to be a failed reproduction attempt.
+Where reconstructions cannot be compared (text),
 the metrics decide as before. `advice` turns a finding, or a duplicate found by the duplicates
 check, into the message; an attack whose output does not depend on the seed at these settings
 (Attack.seed_ignored) is told what changes it instead of another seed. The duplicate search itself (exact file, near-duplicate reconstructions) lives in
@@ -38,7 +41,11 @@ from reconbench.core.moved import canonical_code
 from reconbench.reproduction import tolerances
 
 REPRODUCES = "reproduces"
-DIVERGES = "diverges"
+REPLICATE = "replicate"
+# Who can record a reproduction, said where it is offered: without a listed reproducer's key nothing is written.
+RECORD_WHO = ("it writes nothing: only a reproducer listed in maintainers/reproducers.toml records a reproduction, "
+              "by re-running the entry itself (reproduce ENTRY --key), so paste its output into your pull request or "
+              "an issue for a maintainer")  # the same run, other reconstructions: accepted, listed beside the original, not ranked
 
 
 @lru_cache(maxsize=256)
@@ -107,11 +114,13 @@ def metrics_within_tolerance(a, b) -> bool:
 @dataclass(frozen=True)
 class Finding:
     """`original` (a folder under the submissions root) ran the same run and came first; `how` says
-    how the new run matches it; `kind`: REPRODUCES, or DIVERGES (same run, other reconstructions)."""
+    how the new run matches it; `kind`: REPRODUCES, or REPLICATE (same run, other reconstructions);
+    `agrees`: for a replicate, whether every metric is within the reproduction tolerances of the original's."""
 
     original: Path
     how: str
     kind: str = REPRODUCES
+    agrees: bool = True
 
 
 def near_share(board, track, images) -> Callable[[Path], float | None] | None:
@@ -137,7 +146,10 @@ def finding(payload, candidates: list[tuple[Path, object]],
             near: Callable[[Path], float | None] | None = None, share: float = 0.05) -> Finding | None:
     """The first of `candidates` (earliest first: (folder, payload)) that this run re-runs.
     `near(folder)`: the share of this run's reconstructions near that entry's (None: not comparable);
-    above `share` (the duplicates check's) they are the same reconstructions."""
+    above `share` (the duplicates check's) they are the same reconstructions in all but bytes.
+    The same file is a reproduction (REPRODUCES: nothing new at all); any other file of the same run
+    is a replicate (REPLICATE), which `agrees` with the original where its reconstructions are near
+    the original's or, where they cannot be compared (text), every metric is within the tolerances."""
     runs = [(folder, other) for folder, other in candidates
             if other.entry_id != payload.entry_id and same_run(payload, other)]  # the same result again: its own message
     for folder, other in runs:  # the same bytes first, whichever came first among the same runs
@@ -146,15 +158,32 @@ def finding(payload, candidates: list[tuple[Path, object]],
     closeness = {folder: near(folder) if near is not None else None for folder, _ in runs}
     for folder, close in closeness.items():
         if close is not None and close > share:
-            return Finding(folder, f"{close:.0%} of the reconstructions are near-duplicates of its reconstructions")
+            return Finding(folder, f"other bytes, but {close:.0%} of the reconstructions are near-duplicates of its "
+                                   "reconstructions", REPLICATE)
     for folder, other in runs:
         close = closeness[folder]
         if metrics_within_tolerance(payload, other):
             if close is None:  # reconstructions not comparable here (text): the metrics decide
-                return Finding(folder, "every metric within the reproduction tolerances")
+                return Finding(folder, "other bytes, every metric within the reproduction tolerances", REPLICATE)
             return Finding(folder, f"every metric within the reproduction tolerances, but only {close:.0%} of the "
-                                   "reconstructions are near its reconstructions", DIVERGES)
+                                   "reconstructions are near its reconstructions", REPLICATE, agrees=False)
+    if runs:  # the same run, and neither its reconstructions nor its metrics match: a failed reproduction attempt
+        folder, other = runs[0]
+        return Finding(folder, f"other reconstructions, and metrics that differ from its beyond the reproduction "
+                               f"tolerances ({differing(payload, other)})", REPLICATE, agrees=False)
     return None
+
+
+def differing(a, b) -> str:
+    """The metrics of `a` outside the reproduction tolerances of `b`'s, as `name value vs value`."""
+    out = []
+    for name, mine in a.metrics.items():
+        theirs = b.metrics.get(name)
+        if mine.status != "computed" or theirs is None or theirs.status != "computed":
+            continue
+        if not tolerances.for_metric(name).allows(theirs.value, mine.value):
+            out.append(f"{name} {mine.value:.4g} vs {theirs.value:.4g}")
+    return ", ".join(out) or "no metric computed in both, or a coverage outside its tolerance"
 
 
 def _evaluate_again(payload) -> str:
@@ -199,10 +228,19 @@ def advice(found: Finding, payload, root: Path, run_dir: str | None = None, firs
     came = f"already on the board, which came first ({first})" if first else "already on the board"
     record = (f"recon-submit reproduce {shlex.quote(str(shown))} "
               f"--from-run {shlex.quote(run_dir) if run_dir else 'YOUR_RESULT_FOLDER'}")
-    if found.kind == DIVERGES:
-        line = (f"this re-runs entry {name} without reproducing it, {came}: same attack, settings and seed, and "
-                f"{found.how}; a diverging re-run, nothing new to rank")
-        return line, [f"let a maintainer compare it with {name} as a reproduction attempt: {record}", new_point(payload)]
     line = (f"this reproduces entry {name}, {came}: same attack, settings and seed, and {found.how}; "
             "nothing new to rank")
-    return line, [f"record it as an independent reproduction of {name}: {record}", new_point(payload)]
+    return line, [f"record it as an independent reproduction of {name}: {record} compares every metric with the "
+                  f"claim; {RECORD_WHO}", new_point(payload)]
+
+
+def replicate_line(found: Finding, first: str | None = None) -> str:
+    """What a replicate is, in one line (the held reason on the board, submit's note, validate's warning):
+    accepted and listed beside the original, never ranked on its own; where its reconstructions are not
+    the original's, a failed reproduction attempt of it, said so."""
+    name = f"{found.original.parent.name}/{found.original.name}"
+    came = f", which came first ({first})" if first else ""
+    said = ("it reproduces that entry in all but bytes" if found.agrees
+            else "as a reproduction of that entry it is a failed attempt")
+    return (f"a replicate of entry {name}{came}: same attack, settings and seed, {found.how}; {said}. Listed beside "
+            f"it and never ranked on its own: the setting ranks once, by {name}")

@@ -46,25 +46,31 @@ def require_run(run_dir: Path) -> Path:
     return run_dir / RESULT_FILE
 
 
-def _refuse_a_rerun(result: ResultFile, result_dir: Path, root: Path) -> None:
-    """A re-run of an entry already under `root` is refused before anything is written
-    (submissions/reproduces.py): validate would fail it, and the newcomer has better options."""
+def _refuse_a_rerun(result: ResultFile, result_dir: Path, root: Path) -> str | None:
+    """A re-run of an entry already under `root` with the same reconstruction file
+    is refused before anything is written (submissions/reproduces.py): validate would fail it, and the
+    newcomer has better options. The same run with other reconstructions (another thread count or
+    device) is an honest replicate: accepted, and the line that says what the board does with it is
+    returned."""
     from reconbench.core.tracks import get_track
     from reconbench.submissions import reproduces
     from reconbench.submissions.board import Board, _load_images
     from reconbench.submissions.checks.duplicates import DUPLICATE_SHARE
 
     if not root.is_dir():
-        return
+        return None
     board = Board(root)
     p = result.payload
     candidates = sorted(board.same_target(p.track, p.scenario.split("/")[0]), key=board.arrival)
     images = _load_images(result_dir, p.reconstructions) if p.reconstructions.file == RECONSTRUCTIONS_FILE else None
     near = reproduces.near_share(board, get_track(p.track), images) if images is not None else None
     found = reproduces.finding(p, [(e, board.payload(e)) for e in candidates], near=near, share=DUPLICATE_SHARE)
-    if found:
-        line, options = reproduces.advice(found, p, root, run_dir=str(result_dir))
-        raise SubmitError(line, options)
+    if found is None:
+        return None
+    if found.kind == reproduces.REPLICATE:
+        return reproduces.replicate_line(found)
+    line, options = reproduces.advice(found, p, root, run_dir=str(result_dir))
+    raise SubmitError(line, options)
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,7 @@ class SubmitOutcome:
     team_created: bool
     key_added: bool
     result: ResultFile
+    note: str | None = None  # a replicate of an entry already on the board: what the board does with it
 
 
 def _with_hub(result: ResultFile, pin: HubPin, key, local: Path) -> ResultFile:
@@ -180,7 +187,7 @@ def submit_result(result_dir: Path, team: str, *, root: Path = DEFAULT_ROOT, key
             raise SubmitError(f"team.toml for a new team '{team}': {exc}") from None
         team_created = True
 
-    _refuse_a_rerun(result, result_dir, root)  # before anything is written
+    note = _refuse_a_rerun(result, result_dir, root)  # before anything is written
     entry = team_dir / result.payload.entry_id
     if os.path.lexists(entry):
         raise SubmitError(f"{entry}: already exists (this result was submitted before)")
@@ -203,4 +210,4 @@ def submit_result(result_dir: Path, team: str, *, root: Path = DEFAULT_ROOT, key
             shutil.rmtree(entry, ignore_errors=True)
             raise
     return SubmitOutcome(entry=entry, team_file=team_dir / TEAM_FILE, team_created=team_created,
-                         key_added=key_added, result=result)
+                         key_added=key_added, result=result, note=note)

@@ -150,6 +150,8 @@ def _trust(ctx: Context, checks: list[Check]) -> TrustLevel:
         return "failed"
     if not ctx.unit.entry_id:
         return "signed"  # a team folder that checks out (it has no entry to re-score)
+    if ctx.replicate_of is not None:  # the setting ranks once, by the entry that ran it first, reproduced or not
+        return "held"
     if ctx.reproduced:  # a reproducer's signed record, for this very payload (checks/reproduction.py)
         return "reproduced"  # a held entry waits for exactly this
     if ctx.held_reason:

@@ -24,6 +24,7 @@ import pandas as pd
 
 from reconbench.leaderboard import leakage, leakage_view
 from reconbench.leaderboard.frame import TRUST_RANK, UNRANKED, entry_folder, entry_page
+from reconbench.core.attack_source import own_attack_label
 from reconbench.core.report import MetricInfo
 from reconbench.submissions.identity import shown
 
@@ -120,7 +121,7 @@ def text_frame(reports) -> pd.DataFrame:
             toolkit_version=prov.toolkit_version, git_commit=prov.git_commit, git_dirty=prov.git_dirty, seed=prov.seed,
             device=prov.device, hardware=prov.hardware, command=prov.command, wall_seconds=prov.wall_seconds,
             queries=prov.queries, count=p.reconstructions.count,
-            attack_label=p.attack.name if registered else f"{report.team}'s own attack",
+            attack_label=p.attack.name if registered else own_attack_label(p.attack.code, p.attack.name, report.team),
             held_reason=getattr(report, "held_reason", None),
         )
         verified = set(getattr(report, "verified", ()) or ())

@@ -6,7 +6,7 @@ from collections import Counter
 
 from rich.table import Table
 
-from reconbench.core.console import console, escape
+from reconbench.core.console import console, escape, suggest
 from reconbench.core.errors import UserError
 
 STATUSES = {
@@ -26,13 +26,17 @@ def print_tracks(status: str | None = None, include_planned: bool = False) -> No
     shown = [t for t in tracks if (t.status == status if status else include_planned or t.status != "unpublished")]
     title = f"tracks ({len(shown)} of {len(tracks)} shown)"
     rows = []
-    for t in shown:
+    for t in _twins_as_one(shown):
         acc = f"{t.train_accuracy:.3f} / {t.test_accuracy:.3f}" if t.train_accuracy is not None else "-"
         size = f"{t.train_size}" + (f" (update {t.update_size})" if t.update_size else "")
         arch = t.architecture + (f" [{t.variant}]" if t.variant else "")
         state = "planned: not runnable yet" if t.status == "unpublished" else t.status
-        if getattr(t, "seal", None) is not None:  # membership from the board's key: the gap is scored at validation
-            state += f" · SEALED {t.seal.draw + 1}/{t.seal.draws}"  # short: the table keeps a column per field
+        seal = getattr(t, "seal", None)
+        twin = seal is not None and t.id == seal.group
+        if twin:  # one row per sealed twin, under the id --track takes: its K draws are runs of it
+            state += f" · SEALED twin, {seal.draws} draws"  # short: the table keeps a column per field
+        elif seal is not None:  # one draw alone (tracks --status, or a twin whose other draws are not shown)
+            state += f" · SEALED draw {seal.draw + 1}/{seal.draws}"
         rows.append((t.id, state, t.dataset, arch, size, acc, f"{t.query_budget:,}", "\n".join(t.scenarios)))
     columns = ("status", "dataset", "architecture", "|D_tar|", "accuracy train/test", "query budget", "scenarios")
     console.print(_table(title, columns, rows), crop=False)
@@ -40,13 +44,42 @@ def print_tracks(status: str | None = None, include_planned: bool = False) -> No
         console.print(escape(f"{name} ({counts.get(name, 0)}): {text}"), highlight=False)
     sealed = [t for t in shown if getattr(t, "seal", None) is not None]
     if sealed:
-        reveal = ", ".join(sorted({f"{t.seal.season}: revealed after {t.seal.reveal_after}" for t in sealed}))
-        console.print("SEALED i/K (draw i of K): which half of the track's public pool the model trained on is drawn "
-                      "from the board's secret key; evaluate scores the nearest pool item, the membership gap and the "
-                      f"extraction count are scored at validation ({reveal}; docs/sealed.md)", highlight=False)
+        console.print(escape(sealed_footer(sealed)), highlight=False)
     if not include_planned and status is None and counts.get("unpublished"):
-        console.print(f"{counts['unpublished']} planned tracks not shown: recon-submit tracks --all", highlight=False)
+        console.print(escape(suggest(f"{counts['unpublished']} planned tracks not shown: recon-submit tracks --all")),
+                      highlight=False)
     print_text_tracks(status, include_planned)
+
+
+def _twins_as_one(tracks: list) -> list:
+    """The tracks with each sealed twin's draws folded into one row named by the twin (`--track` takes
+    that id and runs every draw): the first draw's facts under the twin's id, where all K are shown."""
+    out, seen = [], set()
+    draws: dict[str, int] = Counter(t.seal.group for t in tracks if getattr(t, "seal", None) is not None)
+    for t in tracks:
+        seal = getattr(t, "seal", None)
+        if seal is None or draws[seal.group] != seal.draws:
+            out.append(t)
+        elif seal.group not in seen:
+            seen.add(seal.group)
+            out.append(t.model_copy(update={"id": seal.group}))
+    return out
+
+
+def sealed_footer(sealed: list) -> str:
+    """What a sealed twin is, which ids --track takes, what evaluate does on one, and when its score is
+    published (docs/sealed.md)."""
+    from reconbench.core.console import invoked_as
+
+    groups = sorted({t.seal.group for t in sealed})
+    reveal = ", ".join(sorted({f"season {t.seal.season}: key revealed after {t.seal.reveal_after}" for t in sealed}))
+    return (f"SEALED twins ({', '.join(groups)}): each draw's model trained on one half of a public pool, drawn "
+            "from the board's secret key. --track takes the twin's id and runs all its draws (what the board's "
+            "verdict needs; one draw alone: --track <twin>-d0, -d1, ...); to try one draw: "
+            f"{invoked_as()} evaluate --track {groups[0]} --draws 1 --budget quick. "
+            "evaluate scores against the nearest pool item; the membership gap and the extraction count are scored "
+            "by CI's keyed validation of your pull request and published on the twin's board; anyone can recompute "
+            f"them once the key is revealed ({reveal}). More: docs/sealed.md")
 
 
 def _table(title: str, columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> Table:
@@ -88,7 +121,7 @@ def print_text_tracks(status: str | None, include_planned: bool) -> None:
         console.print(_table(f"text tracks ({len(shown)} of {len(tracks)} shown)", columns, rows), crop=False)
     planned = sum(t.status == "unpublished" for t in tracks)
     if not include_planned and status is None and planned:
-        console.print(f"{planned} planned text tracks not shown: recon-submit tracks --all", highlight=False)
+        console.print(escape(suggest(f"{planned} planned text tracks not shown: recon-submit tracks --all")), highlight=False)
 
 
 def print_text_metrics() -> None:

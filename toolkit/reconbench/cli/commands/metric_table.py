@@ -9,7 +9,7 @@ import re
 from rich.console import Console
 from rich.table import Table
 
-from reconbench.core.console import escape
+from reconbench.core.console import escape, suggest
 
 
 def print_metrics(console: Console, title: str, metrics: dict, directions: dict[str, str]) -> None:
@@ -30,7 +30,7 @@ def print_metrics(console: Console, title: str, metrics: dict, directions: dict[
         table.add_row(escape(f"{name} {directions.get(name, '↑')}"), escape(shown))
     console.print(table)
     for i, note in enumerate(notes, 1):
-        console.print(f"[{i}] {escape(note)}", highlight=False, soft_wrap=True)
+        console.print(f"[{i}] {escape(suggest(note))}", highlight=False, soft_wrap=True)
 
 
 def _reason(note: str) -> str:

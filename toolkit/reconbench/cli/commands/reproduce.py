@@ -73,7 +73,9 @@ def reproduce(
     if outcome.record_path:
         console.print(f"signed record: {escape(str(outcome.record_path))}")
     else:
-        console.print("no record written: pass --key with a reproducer key listed in maintainers/reproducers.toml "
-                      "to sign one", highlight=False)
+        console.print("no record written: only a reproducer listed in maintainers/reproducers.toml signs one, of a "
+                      "re-run made by this command (reproduce ENTRY --key KEY; a handed-in run is never signed). Not one? This command records nothing for you; the table above is your comparison: paste "
+                      "it into your pull request or an issue, and a maintainer can record the reproduction",
+                      highlight=False, soft_wrap=True)
     if rec.verdict != "reproduced":
         raise typer.Exit(1)

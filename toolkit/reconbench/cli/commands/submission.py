@@ -13,7 +13,7 @@ import typer
 
 from reconbench.cli.commands.weights import apply_offline, offline_option, weights_dir_option
 from reconbench.cli.commands.seal import read_seal_key
-from reconbench.core.console import console, escape, fail, invoked_as
+from reconbench.core.console import console, escape, fail, invoked_as, suggest
 
 FORMATS = ("text", "markdown", "json")
 
@@ -74,6 +74,13 @@ def register(app: typer.Typer) -> None:
             console.print(f"new team file: {escape(team_file)} (check the display name and links)", soft_wrap=True)
         if out.key_added:
             console.print(f"your key was added to {escape(out.team_file)}")
+        if out.note:  # the same run as an entry on the board, other reconstructions: accepted, not ranked
+            console.print(f"note: {escape(out.note)}", highlight=False, soft_wrap=True)
+        from reconbench.core.sealed_next import draws_in, submitted_line
+
+        sealed = submitted_line(out.result.payload.track, draws_in(out.entry.parent, out.result.payload))
+        if sealed:  # which draw of how many, how many are in, when the score comes (issue 45)
+            console.print(escape(sealed), highlight=False, soft_wrap=True)
         entry_id = out.result.payload.entry_id
         # validate looks for team.toml under --root: a non-default root must be passed on, or step 1 fails
         root_arg = "" if root.resolve() == Path("submissions").resolve() else f" --root {shlex.quote(str(root))}"
@@ -110,7 +117,7 @@ def register(app: typer.Typer) -> None:
         render_entry(report, console, label=str(run))
         if report.result is not None and not report.failed:
             print_verdict(console, report.result.payload)
-        console.print(escape(summary(report, run)), highlight=False, soft_wrap=True)
+        console.print(escape(suggest(summary(report, run))), highlight=False, soft_wrap=True)
         if report.failed:
             raise typer.Exit(1)
 

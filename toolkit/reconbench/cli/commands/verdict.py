@@ -29,10 +29,15 @@ def print_verdict(console: Console, payload) -> None:
     """The membership gap table and the verdict line of a result's payload (image or text)."""
     sealed = getattr(payload, "sealed", None)
     if sealed is not None:  # the members are the key's secret: nothing membership-based can be said here
+        from reconbench.core.sealed_next import draw_line
+
         pending = " and ".join(sealed.pending) or "membership gap"
         console.print(f"{escape(pending)}: {escape(sealed.status)} (sealed track {escape(sealed.group)}, draw "
                       f"{sealed.draw}: only the board's key opens the members; the board publishes them, so no "
                       "verdict here)", soft_wrap=True)
+        said = draw_line(payload.track)  # which draw of how many, what comes next and when (issue 45)
+        if said:
+            console.print(escape(said), soft_wrap=True, highlight=False)
         return
     membership = getattr(payload, "membership", None)
     rows = gap_rows(membership)

@@ -80,6 +80,7 @@ class Context:
     unverified: list[str] = field(default_factory=list)  # claimed metrics that could not be recomputed here
     exact_copies: dict[int, int] = field(default_factory=dict)  # reconstruction -> its exact target (checks/copies.py)
     held_reason: str | None = None  # set by the near-copy check: the entry is listed, not ranked
+    replicate_of: Path | None = None  # the same run as this earlier entry, other reconstructions (checks/duplicates.py)
     evidence: dict = field(default_factory=dict)  # near-copy evidence: flagged, total, rows (checks/nearcopies.py)
     reproduced: bool = False  # a valid reproduction record with verdict "reproduced" (checks/reproduction.py)
     membership: dict = field(default_factory=dict)  # metric -> GapResult recomputed against the holdout (rescore)

@@ -17,9 +17,15 @@ The earlier entry is never failed by a later one: a newcomer can
 never knock an entry off the board. When the original ran the same run (same attack, settings and
 seed), the entry is a re-run of it, also when only every metric agrees within the reproduction
 tolerances: the message says "this reproduces entry X; nothing new to rank" and what to do instead
-(submissions/reproduces.py). The board is every other entry under the root whose
-result.json parses and whose signature verifies under its team's keys (an unsigned stray file
-cannot claim a real entry's hash).
+(submissions/reproduces.py). The same run with other reconstructions (an honest run at another
+thread count or on another device) is not failed: it is a *replicate* of X, held (listed beside X,
+never ranked: the setting ranks once), and said plainly to be a failed reproduction attempt where its
+metrics differ too. A registered attack's near-duplicate of an earlier entry of the same attack under
+other options (MI-Face converges: 50 iterations and the default give near-identical images) is
+held until reproduced, not failed: a reproduction re-runs the toolkit's own code, which tells an honest
+convergence from a copy. A file attack's is failed as before (its own code could carry the copy).
+The board is every other entry under the root whose result.json parses and whose signature verifies
+under its team's keys (an unsigned stray file cannot claim a real entry's hash).
 """
 
 from __future__ import annotations
@@ -69,6 +75,34 @@ def _reproduction(ctx: Context, found: reproduces.Finding) -> CheckFailed:
     return CheckFailed(line, options)
 
 
+def _converges(ctx: Context, other: Path) -> bool:
+    """A near-duplicate of `other` that a re-run of the toolkit's own code can settle: this entry runs a
+    registered attack (not a file), the same attack as `other`, under other options (a budget or a
+    configuration value; another seed alone is not enough: a seed that changes nothing is the same point,
+    reproduces.seed_note)."""
+    from reconbench.core.attack_source import is_file_attack
+
+    payload, theirs = ctx.result.payload, ctx.board.payload(other)
+    if reproduces.configured(payload) is None or is_file_attack(payload.attack.code) \
+            or theirs.attack.name != payload.attack.name:
+        return False
+    mine, its = reproduces.run_settings(payload), reproduces.run_settings(theirs)
+    mine.pop("seed"), its.pop("seed")
+    return mine != its
+
+
+def _replicate(ctx: Context, found: reproduces.Finding) -> list[Check]:
+    """The same run as an earlier entry, other bytes: held beside it, never ranked (_trust in validate.py)."""
+    ctx.replicate_of = found.original
+    line = reproduces.replicate_line(found, first=ctx.board.how_first(found.original))
+    _hold(ctx, line)
+    return [Check("duplicates", "warn", f"held: {line}")]
+
+
+def _hold(ctx: Context, reason: str) -> None:
+    ctx.held_reason = f"{ctx.held_reason}; {reason}" if ctx.held_reason else reason
+
+
 def _near_duplicate(ctx: Context, earlier: list) -> tuple[Path, float] | None:
     """The first of `earlier` (arrival order) that more than DUPLICATE_SHARE of the images copy, by the
     track's near-copy thresholds."""
@@ -105,6 +139,7 @@ def check(ctx: Context) -> list[Check]:
     me = ctx.entry_dir
     board = ctx.board
     problems = []
+    converged = None  # a registered attack's near-duplicate under other options: held, not failed
     same_id = board.earlier(me, board.by_entry_id(payload.entry_id))
     if same_id:
         problems.append(f"entry_id '{payload.entry_id}' is already on the board as {_rel(ctx, same_id[0])}, "
@@ -129,10 +164,17 @@ def check(ctx: Context) -> list[Check]:
         mine = setting_of(payload)
         near = _near_duplicate(ctx, [e for e in earlier if board.team_of(e) != ctx.unit.team])
         own = _seed_copy(ctx, [e for e in earlier if board.team_of(e) == ctx.unit.team and board.setting(e) == mine])
-        for found in (near, own):  # the same run again: a reproduction of it, said so (submissions/reproduces.py)
+        for found in (near, own):  # the same run again, other bytes: a replicate of it (submissions/reproduces.py)
             if found and not same_id and reproduces.same_run(payload, board.payload(found[0])):
-                how = f"{found[1]:.0%} of the reconstructions are near-duplicates of its reconstructions"
-                raise _reproduction(ctx, reproduces.Finding(found[0], how))
+                how = f"other bytes, but {found[1]:.0%} of the reconstructions are near-duplicates of its reconstructions"
+                return _replicate(ctx, reproduces.Finding(found[0], how, reproduces.REPLICATE))
+        if near and _converges(ctx, near[0]):  # held, not failed: a reproduction tells convergence from a copy
+            converged = (f"{near[1]:.0%} of the reconstructions are near-duplicates of those of {_rel(ctx, near[0])}, "
+                         f"which came first, an entry of the same attack ({payload.attack.name}) under other options; "
+                         "the toolkit's own attack can converge to the same images, so the entry is held until a "
+                         "reproduction re-runs it; not ranked until reproduced")
+            _hold(ctx, converged)
+            near = None
         if near:
             problems.append(f"{near[1]:.0%} of the reconstructions are near-duplicates of those of {_rel(ctx, near[0])}, "
                             f"which came first (more than {DUPLICATE_SHARE:.0%} within the track's near-copy "
@@ -144,6 +186,8 @@ def check(ctx: Context) -> list[Check]:
     if not problems:  # no copy found, but maybe the same run again, every metric within tolerance
         found = reproduces.finding(payload, [(e, board.payload(e)) for e in same_target], near=reproduces.near_share(board, ctx.track, ctx.images),
                                    share=DUPLICATE_SHARE)
+        if found and found.kind == reproduces.REPLICATE:  # an honest re-run with other images: listed, not ranked
+            return _replicate(ctx, found)
         if found:
             raise _reproduction(ctx, found)
     if problems:
@@ -152,5 +196,7 @@ def check(ctx: Context) -> list[Check]:
     others = sorted(board.key_owners(ctx.result.signature.public_key) - {ctx.unit.team})
     if others:
         notes = f"; note: its signing key is also listed by team(s) {', '.join(others)}"
+    if converged:
+        return [Check("duplicates", "warn", f"held: {converged}")]
     return [Check("duplicates", "pass", f"first on the board with this entry_id and these reconstructions among "
                                         f"{board.size()} signed entries{notes}")]

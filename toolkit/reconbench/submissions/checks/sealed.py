@@ -92,9 +92,15 @@ def check(ctx: Context) -> list[Check]:
                               "by a validation with the board's key (validate --seal-key --write-sealed)")
         ctx.sealed = unsigned(recorded) if recorded is not None else None
         state = "sealed.json holds the numbers CI scored with the key" if recorded else "no sealed record yet"
-        return [Check("sealed", "pass", f"sealed track ({seal.group}, draw {seal.draw}): the membership gap and the "
-                                        f"extraction count are scored at validation with the board's key; {state}; "
-                                        f"anyone can recompute them after the reveal ({seal.reveal_after})")]
+        from reconbench.core.sealed_next import draws_in
+
+        have = draws_in(ctx.team_dir, ctx.result.payload)  # how far this run is from the K the verdict needs
+        return [Check("sealed", "pass", f"sealed track ({seal.group}, draw {seal.draw}; draw {seal.draw + 1} of "
+                                        f"{seal.draws}, {have} of {seal.draws} draws of this run on the board): the "
+                                        "membership gap and the extraction count are scored at validation with the "
+                                        "board's key, by CI after the pull request, and published on the twin's "
+                                        f"board; {state}; the key is revealed after {seal.reveal_after}, and then "
+                                        "anyone can recompute them")]
     from reconbench.core.seal import SealError
     from reconbench.image import sealed_scores as sealed
 
