@@ -4,17 +4,21 @@ The recipe (image/models/fashion_targets.py) is seeded and runs on one thread, s
 kernels that made the pinned bytes it writes them again. It does not write them on every CPU: oneDNN
 and MKL choose their blocking (and so the order of a float sum) from the instruction set, the cache
 sizes and the thread count, and 100 epochs of Adam carry a last-bit difference into every weight.
-Measured (benchmarks/bench_rebuild_portability.py, docs/fashion.md "Rebuilding the weights") the
-rebuilt mcnn-n100 sits a few tenths of a percent from the pinned weights and predicts the same class
-on nearly every test image. So a rebuild is held to what it is for, that anyone can retrain the
-published target from its recipe and get the same model up to float rounding:
+Measured (benchmarks/bench_rebuild_portability.py, docs/portability.md) under four kernel settings,
+the rebuilt targets, which the recipe trains to 100 % training accuracy on at most 1,000 images, sit
+within a few hundredths of the pinned weights (relative l2) and give the same class on nearly every test
+image. The evaluation classifiers train 15 epochs on 10,000 images and stop short of convergence: there
+a last-bit difference grows into another run of the same recipe (0.2 relative l2, ~92 % agreement),
+alike only in accuracy. So a rebuild is held to what it is for, per kind (BOUNDS):
 
-- weights within WEIGHTS_REL_L2 of the pinned ones (relative l2 over every float tensor);
-- the same predicted class on at least TEST_AGREEMENT of the track's test split;
-- the train and test accuracies within ACCURACY_DELTA of the registry's.
+- targets: weights within 0.1 relative l2 of the pinned ones (over every float tensor), the same
+  class on at least 97 % of the track's test split, train and test accuracy within 0.01;
+- evaluation classifiers: train and test accuracy within 0.03 and the same class on at least 85 %
+  of the test split (nothing on the board is scored by a rebuilt one: the pinned file is downloaded
+  and checked by its sha256).
 
-A different recipe (another seed, optimiser, epoch count or training set) gives a model that misses
-the first two by far (the benchmark prints such a control), which is what makes them a test.
+A different recipe (BatchNorm frozen, or another training set) lands far outside the targets' bounds
+(0.4-0.8 relative l2: the test and the benchmark print it), which is what makes them a test.
 """
 
 from __future__ import annotations
@@ -25,11 +29,23 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file
 
-# Bounds, set from the spread the benchmark measured across kernel settings (AVX2, AVX-512, ATen's
-# default, oneDNN on or off) with a margin of about ten: see docs/fashion.md for the figures.
-WEIGHTS_REL_L2 = 0.05
-TEST_AGREEMENT = 0.97
-ACCURACY_DELTA = 0.01
+@dataclass(frozen=True)
+class Bounds:
+    weights_rel_l2: float | None  # None: not promised (a rebuild is another run of the recipe)
+    test_agreement: float
+    accuracy_delta: float
+
+
+# Set from the spread the benchmark measured (docs/portability.md), with a margin of about three.
+BOUNDS = {"target": Bounds(weights_rel_l2=0.1, test_agreement=0.97, accuracy_delta=0.01),
+          "evaluator": Bounds(weights_rel_l2=None, test_agreement=0.85, accuracy_delta=0.03)}
+WEIGHTS_REL_L2 = BOUNDS["target"].weights_rel_l2
+
+
+def bounds_of(name: str) -> Bounds:
+    from reconbench.image.models.fashion_targets import TARGETS
+
+    return BOUNDS["target" if name in TARGETS else "evaluator"]
 
 
 @dataclass(frozen=True)
@@ -45,14 +61,15 @@ class RebuildDistance:
 
     @property
     def problems(self) -> list[str]:
-        out = []
-        if not self.rel_l2 <= WEIGHTS_REL_L2:
-            out.append(f"weights {self.rel_l2:.4g} from the pinned ones (relative l2 > {WEIGHTS_REL_L2:g})")
-        if not self.test_agreement >= TEST_AGREEMENT:
-            out.append(f"the same class on {self.test_agreement:.2%} of the test split (< {TEST_AGREEMENT:.0%})")
+        """What breaks the promise of this file's kind (empty: within it)."""
+        bound, out = bounds_of(self.name), []
+        if bound.weights_rel_l2 is not None and not self.rel_l2 <= bound.weights_rel_l2:
+            out.append(f"weights {self.rel_l2:.4g} from the pinned ones (relative l2 > {bound.weights_rel_l2:g})")
+        if not self.test_agreement >= bound.test_agreement:
+            out.append(f"the same class on {self.test_agreement:.2%} of the test split (< {bound.test_agreement:.0%})")
         for what, (pinned, rebuilt) in (("train", self.train_accuracy), ("test", self.test_accuracy)):
-            if not abs(pinned - rebuilt) <= ACCURACY_DELTA:
-                out.append(f"{what} accuracy {rebuilt:.4f} against the pinned {pinned:.4f} (> {ACCURACY_DELTA:g} apart)")
+            if not abs(pinned - rebuilt) <= bound.accuracy_delta:
+                out.append(f"{what} accuracy {rebuilt:.4f} against the pinned {pinned:.4f} (> {bound.accuracy_delta:g} apart)")
         return out
 
     @property
