@@ -1,5 +1,6 @@
 """`recon-submit score` on a file made elsewhere, and `recon-submit memorization` on a tiny budget."""
 
+import pytest
 import json
 
 import numpy as np
@@ -13,6 +14,7 @@ from reconbench.image.track_files import load_splits
 runner = CliRunner()
 
 
+@pytest.mark.portable  # the pairwise MSE's int8 GEMM saturated without VNNI: 0.025, not 0 (issue 47)
 def test_score_of_the_target_set_itself_is_perfect(tmp_path):
     target = load_splits(get_track("digits"), ["target"]).target
     path = tmp_path / "rec.safetensors"

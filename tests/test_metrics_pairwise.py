@@ -101,13 +101,13 @@ def test_mse_is_exact_at_large_dimension(mode, shape):
 
 
 def test_mse_mode_follows_float32_matmul_precision():
-    from reconbench.image.metrics.pixel import matmul_mode
+    from reconbench.image.metrics.pixel import int8_gemm_is_exact, matmul_mode
 
     cuda = torch.device("cuda")
     before = torch.get_float32_matmul_precision()
     try:
         torch.set_float32_matmul_precision("highest")
-        assert matmul_mode(torch.device("cpu")) == "int8"
+        assert matmul_mode(torch.device("cpu")) == ("int8" if int8_gemm_is_exact() else "float32")
         assert matmul_mode(cuda) == ("float64" if torch.backends.cuda.matmul.allow_tf32 else "float32")
         torch.set_float32_matmul_precision("high")  # TF32 / bf16 allowed: float32 is no longer exact
         assert matmul_mode(cuda) == "float64"
@@ -208,3 +208,36 @@ def test_engine_equals_naive_on_random_sets(n, m, n_classes, seed):
     ref = naive_nearest_same_class(full_matrix(kernel, rec, tar), ry, ty, larger_is_better=False, worst=1.0)
     np.testing.assert_array_equal(got.match, ref.match)
     np.testing.assert_array_equal(got.best, ref.best)
+
+
+@pytest.mark.portable
+@pytest.mark.parametrize("isa", ["", "AVX2"])
+def test_pairwise_mse_is_exact_whatever_int8_kernel_the_cpu_has(isa, tmp_path):
+    """Issue 47: oneDNN's int8 GEMM without VNNI (x86 before Ice Lake / Zen 4, or ONEDNN_MAX_CPU_ISA=AVX2)
+    saturates at int16, and the pairwise MSE of the "int8" mode came back wrong. In a fresh process with
+    that kernel setting, the CPU's mode (probed) gives the exact matrix; the probe says whether int8 is
+    exact, and a forced int8 mode differs from exact arithmetic exactly when the probe says it is not."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = """
+import json, numpy as np, torch
+from reconbench.image.metrics.pixel import MSEKernel, int8_gemm_is_exact, matmul_mode
+rng = np.random.default_rng(3)
+a = rng.integers(0, 256, (40, 1, 32, 32), dtype=np.uint8); b = rng.integers(0, 256, (30, 1, 32, 32), dtype=np.uint8)
+a[0], b[0] = 255, 0
+exact = ((a[:, None].astype(np.int64) - b[None].astype(np.int64)) ** 2).sum((2, 3, 4)) / (1024 * 255.0**2)
+def matrix(mode):
+    k = MSEKernel((1, 32, 32), mode=mode)
+    return k.block(k.prepare(torch.from_numpy(a)), k.prepare(torch.from_numpy(b))).numpy()
+print(json.dumps({"exact_int8": int8_gemm_is_exact(), "mode": matmul_mode(torch.device("cpu")),
+                  "cpu_ok": bool(np.array_equal(matrix(None), exact)), "int8_ok": bool(np.array_equal(matrix("int8"), exact))}))
+"""
+    env = os.environ | ({"ONEDNN_MAX_CPU_ISA": isa} if isa else {})
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    assert got["cpu_ok"], got
+    assert got["int8_ok"] == got["exact_int8"] and got["mode"] == ("int8" if got["exact_int8"] else "float32"), got

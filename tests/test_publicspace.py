@@ -95,6 +95,7 @@ def edge_cases(pool: np.ndarray) -> np.ndarray:
     return np.concatenate([constant, framed, frame2, dots, noise])
 
 
+@pytest.mark.portable
 @pytest.mark.parametrize("track,size", [("digits", None), ("fashion-n100", 300), ("fashion-oddeven-n100", 300)])
 def test_the_pool_s_projection_is_structure_features_bit_for_bit(track, size, monkeypatch):
     """publicspace._struct_projection (shiftfeatures: filters with wrap padding rolled, borders

@@ -5,9 +5,13 @@ values shifted to -128..127 (the shift cancels in x - t). The sum of squared dif
 *exact*, whatever the summation order; the only rounding is the final division by D * 255^2.
 The product x.t is formed in one of three exact ways (`matmul_mode`):
 
-- "int8" (CPU): torch's int8 x int8 -> int32 GEMM, over slices of 65,536 pixels (each partial
-  sum <= 65,536 * 128^2 = 2^30 < 2^31); the slices are added in int64. The fastest here, ~2.5x
-  a float32 matmul at digits/CIFAR sizes (benchmarks/bench_metrics_pairwise.py).
+- "int8" (CPU, where its GEMM is exact): torch's int8 x int8 -> int32 GEMM, over slices of 65,536
+  pixels (each partial sum <= 65,536 * 128^2 = 2^30 < 2^31); the slices are added in int64. The
+  fastest here, ~2.5x a float32 matmul at digits/CIFAR sizes (benchmarks/bench_metrics_pairwise.py).
+  It is exact only where oneDNN has a VNNI kernel: on x86 CPUs without AVX-VNNI or AVX512-VNNI
+  (Haswell to Skylake, Zen 1-3; or ONEDNN_MAX_CPU_ISA=AVX2) its u8 x s8 pairs saturate at int16 and
+  the products come back wrong by up to 1e5 (issue 47: re-scoring failed under another kernel setting).
+  `int8_gemm_is_exact` probes this machine once; where it fails, the CPU takes "float32".
 - "float32" (CUDA with true float32 matmuls): slices of 1,024 pixels, so every partial sum a BLAS
   kernel can form is an integer of magnitude <= 1,024 * 2^14 = 2^24, which float32 holds
   exactly; the slices are added in float64.
@@ -22,6 +26,8 @@ tables). MSE = 0 (an exact copy) would give +inf and poison the mean, so MSE is 
 """
 
 from __future__ import annotations
+
+from functools import lru_cache
 
 import numpy as np
 import torch
@@ -40,9 +46,30 @@ INT8_SLICE = 1 << 16  # pixels per int8 GEMM: 2^16 * 128^2 = 2^30, inside int32
 FLOAT32_SLICE = 1 << 10  # pixels per float32 matmul: 2^10 * 128^2 = 2^24, float32's exact-integer limit
 
 
+@lru_cache(maxsize=1)
+def int8_gemm_is_exact() -> bool:
+    """Whether torch's CPU int8 GEMM gives the exact products here: seeded random values and the extremes
+    (127 and -128, where an int16 intermediate saturates first), in shapes that reach its main and edge
+    kernels, against int64 arithmetic. Kernels and their choice are fixed per process, so once suffices."""
+    if not hasattr(torch, "_int_mm"):
+        return False
+    g = torch.Generator().manual_seed(47)
+    for rows, cols, width in ((33, 17, 1024), (64, 48, 64), (8, 8, 4096)):
+        x = torch.randint(-128, 128, (rows, width), generator=g, dtype=torch.int8)
+        t = torch.randint(-128, 128, (cols, width), generator=g, dtype=torch.int8)
+        x[0], t[0], t[1] = 127, 127, -128
+        try:
+            got = torch._int_mm(x, t.T).to(torch.int64)
+        except RuntimeError:  # a build without the CPU kernel, or shapes it refuses
+            return False
+        if not torch.equal(got, x.to(torch.int64) @ t.to(torch.int64).T):
+            return False
+    return True
+
+
 def matmul_mode(device: torch.device) -> str:
     """How MSEKernel forms x.t exactly on `device`: "int8", "float32" or "float64"."""
-    if device.type == "cpu" and hasattr(torch, "_int_mm"):
+    if device.type == "cpu" and int8_gemm_is_exact():
         return "int8"
     if torch.get_float32_matmul_precision() == "highest" and not (
         device.type == "cuda" and torch.backends.cuda.matmul.allow_tf32
