@@ -6,6 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from reconbench.cli import app
+from reconbench.core.console import invoked_as
 from reconbench.text.grid import (GPT2_BASE, SIZES, grid_rows, main, parse_text_track_id, regenerated,
                                   text_track_id)
 from reconbench.text.tracks import TextRegistry, TextTrack, all_text_tracks, get_text_track, text_registry_path
@@ -64,7 +65,7 @@ def test_bad_text_track_ids_are_refused(bad):
 def test_tracks_lists_text_tracks_as_planned():
     res = runner.invoke(app, ["tracks"], env={"COLUMNS": "250"})
     assert res.exit_code == 0 and "sst2-n1000" not in res.output
-    assert "18 planned text tracks not shown: recon-submit tracks --all" in res.output
+    assert f"18 planned text tracks not shown: {invoked_as()} tracks --all" in res.output  # as it runs in this shell
     res = runner.invoke(app, ["tracks", "--all"], env={"COLUMNS": "250"})
     assert res.exit_code == 0 and "text tracks (" in res.output
     assert all(text_track_id(d, n) in res.output for d in ("sst2", "agnews", "imdb") for n in SIZES)

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from hubserver import point_huggingface_hub_at
 from reconbench.cli import app
+from reconbench.core.console import invoked_as
 from reconbench.image.evaluation import evaluate
 from reconbench.core.hub import HubError
 from reconbench.core.io import sha256_file
@@ -174,7 +175,7 @@ def test_publish_refuses_data_the_model_was_not_trained_on(built, hub_server, tm
         publish_track(TRACK, ORG, model_dir=model, data_dir=changed, registry=registry)
     res = runner.invoke(app, ["hub", "publish", TRACK, "--org", ORG, "--data", str(data), "--registry", str(registry),
                               "--model-dir", str(tmp_path / "missing")])
-    assert res.exit_code == 1 and "run `recon-submit targets train` first" in res.output.replace("\n", "")
+    assert res.exit_code == 1 and f"run `{invoked_as()} targets train` first" in res.output.replace("\n", "")
     assert not registry.exists() and hub_server.requests == []
 
 

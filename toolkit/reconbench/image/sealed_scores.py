@@ -42,15 +42,14 @@ def nearest_mse(rec: np.ndarray, candidates: np.ndarray) -> tuple[np.ndarray, np
     return best.numpy(), where.numpy()
 
 
-def carried(track: Track, key: bytes, images: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def carried(track: Track, key: bytes, images: np.ndarray, search) -> tuple[np.ndarray, np.ndarray]:
     """(reconstructions that exactly copy a member, reconstructions within the extraction threshold of a
     public image that is not a member of this draw and of no member): the second can only be data carried
     into the run. The threshold is the count's (core/tracks.extraction_calibration), so nothing the count
     would credit as extracted can be a non-member's copy (issue 43: an exact-copy rule here let a member
-    pick moved by a few grey levels through while the count credited it). The search is the open tracks'
-    (submissions/publiccopy.py): the whole public dataset, exact per-pixel MSE."""
-    from reconbench.submissions.publiccopy import non_member_copies, public_index
-
+    pick moved by a few grey levels through while the count credited it). `search(images, members, threshold)`
+    is the open tracks' search (submissions/publiccopy.py: the whole public dataset, exact per-pixel MSE),
+    handed in by the board's check: this modality module sits below the board and imports none of it."""
     cal = calibration(track)
     if cal is None:
         raise SealError(f"track '{track.id}': no extraction calibration for dataset '{track.dataset}' in the registry, "
@@ -58,7 +57,7 @@ def carried(track: Track, key: bytes, images: np.ndarray) -> tuple[np.ndarray, n
     mine = member_set(track, key).images
     to_member, _ = nearest_mse(images, mine)
     copies_member = np.flatnonzero(to_member <= COPY_MSE)
-    found = non_member_copies(images, mine, public_index(track), cal.threshold)
+    found = search(images, mine, cal.threshold)
     return copies_member, np.array(sorted(h.reconstruction for h in found), dtype=np.int64)
 
 

@@ -104,8 +104,13 @@ def check(ctx: Context) -> list[Check]:
     from reconbench.core.seal import SealError
     from reconbench.image import sealed_scores as sealed
 
+    from reconbench.submissions.publiccopy import non_member_copies, public_index
+
+    def search(images, members, threshold):  # the open tracks' public-copy search, on this draw's dataset
+        return non_member_copies(images, members, public_index(ctx.track), threshold)
+
     try:
-        own, other = sealed.carried(ctx.track, ctx.seal_key, ctx.images)
+        own, other = sealed.carried(ctx.track, ctx.seal_key, ctx.images, search)
     except SealError as exc:
         raise CheckFailed(str(exc)) from None
     if other.size:
