@@ -156,3 +156,36 @@ def test_the_walk_reads_the_write_an_attack_guide_as_written():
     assert evaluate[:2] == [".venv/bin/recon-submit", "evaluate"] and "class_ascent.py:ClassAscent" in evaluate
     assert evaluate[evaluate.index("--budget") + 1] == "quick"  # the walk's cost stays small
     assert verify == [".venv/bin/recon-submit", "verify", evaluate[evaluate.index("--out") + 1]]
+
+
+def test_the_readme_says_how_long_the_test_command_takes_as_measured():
+    """Issue 45: `make test` (the README's command) is the default set, at most 10 minutes on 2 cores, with
+    a progress line; the README says how long it and `make test-slow` take, from bench_test_split.py's table."""
+    text = " ".join(timing("tests").split())
+    fast, slow = (float(m) for m in re.search(
+        r"`make test` runs the default set in ([\d.]+) minutes .*?`make test-slow` adds the slow set .*?: ([\d.]+) minutes",
+        text).groups())
+    bench = (ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8")
+    assert re.search(rf"^\| fast \| not slow \| {fast:.1f} \|", bench, re.M), fast
+    assert re.search(rf"^\| slow \| slow \| {slow:.1f} \|", bench, re.M), slow
+    assert fast <= 10 and "progress line" in text and "ETA" in text
+    make = (ROOT / "Makefile").read_text()
+    assert re.search(r'^test: install-test\n\t\$\(PYTEST\) -m "not slow"', make, re.M)
+
+
+def test_the_walk_reads_the_sealed_page_s_try_one_command():
+    """.ci/first-hour-walk runs docs/sealed.md's "Try one" command in a new shell (issue 45): it is there,
+    runs the toolkit by its path, and names a twin that `--track` takes."""
+    import importlib.util
+    from importlib.machinery import SourceFileLoader
+
+    from reconbench.core.tracks import get_track
+
+    loader = SourceFileLoader("first_hour_walk", str(ROOT / ".ci" / "first-hour-walk"))
+    walk = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+    loader.exec_module(walk)
+    (command,) = walk.sealed_steps(ROOT / "docs" / "sealed.md")
+    argv = shlex.split(command)
+    assert argv[:2] == [".venv/bin/recon-submit", "evaluate"] and argv[argv.index("--draws") + 1] == "1"
+    twin = argv[argv.index("--track") + 1]
+    assert twin.endswith("-sealed") and get_track(f"{twin}-d0").seal is not None
