@@ -45,7 +45,7 @@ def test_registry_rows_are_the_generated_ones_for_the_shipped_files():
 OTHER_KERNELS = {"ATEN_CPU_CAPABILITY": "default", "ONEDNN_MAX_CPU_ISA": "SSE41", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2"}
 
 
-@pytest.mark.portable
+# Not marked portable: it sets both kernel settings itself, so `make test-portable` would only repeat it.
 @pytest.mark.parametrize("kernels", [None, OTHER_KERNELS], ids=["recipe-kernels", "other-kernels"])
 def test_a_shipped_target_rebuilds_within_the_recipe_s_promise(kernels, tmp_path):
     """The recipe (python -m reconbench.image.models.fashion_targets) rebuilds the pinned model up to float
