@@ -112,3 +112,81 @@ def open_draw(key: bytes, group: str, draw: int, pool_sha256: str, labels: np.nd
         raise SealError(f"sealed track '{group}' draw {draw}: this key does not open the published commitment "
                         f"{published[:16]}… (another season's key, or a changed pool)")
     return members
+
+
+# --- Scheme v2 (issue 43, season 2026-s2 onwards): the pool itself is secret --------------------------------
+#
+# Season 2026-s1 published each draw's model and its pool (the first 2n images of the sealed block), and the
+# model's loss on those 2n images tells its members from its non-members (0.91-0.98 accuracy): that season's
+# membership is public. From v2 on:
+#
+#     season_key(S)           = HMAC-SHA256(master, "reconbench-seal/v2/season/<S>")   revealed at S's end,
+#                               the master (the CI secret) never is
+#     seed, nonce             = HMAC-SHA256(season_key, "reconbench-seal/v2/{draw,nonce}/<group>/<draw>")
+#     pool                    = per class c of the open twin's training set, n_c members then n_c non-members
+#                               (the holdout of the gap), drawn without replacement from the block's items
+#                               of class c by a PCG64 generator seeded with seed[:16]: from the whole block
+#                               (4,860 Fashion images), not its first 2n
+#     commitment              = SHA-256("reconbench-seal/v2" || nonce || block_sha256 || indices as >u4
+#                               || packbits(members)): it binds which block items form the pool as well as
+#                               which of them are members
+#     weights_key(group, d)   = HMAC-SHA256(season_key, "reconbench-seal/v2/weights/<group>/<d>"): the
+#                               AES-256-GCM key the draw's weight files are kept under (core/sealed_weights.py)
+#
+# The draw's model encodes its members, so it is never published before the reveal; the board runs the
+# contributor's code against it (`recon-submit seal run`).
+
+SCHEME_V2 = "reconbench-seal/v2"
+
+
+def season_key(master: bytes, season: str) -> bytes:
+    """The key of one season, derived from the board's secret: revealing it opens that season only."""
+    return hmac.new(master, f"{SCHEME_V2}/season/{season}".encode(), hashlib.sha256).digest()
+
+
+def _derive_v2(key: bytes, purpose: str, group: str, draw: int) -> bytes:
+    return hmac.new(key, f"{SCHEME_V2}/{purpose}/{group}/{int(draw)}".encode(), hashlib.sha256).digest()
+
+
+def block_draw(key: bytes, group: str, draw: int, block_labels: np.ndarray,
+               per_class: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """(indices, members): the draw's pool as sorted indices into the block, and which of them are members.
+    Per class c, per_class[c] members and as many non-members, drawn without replacement from the block's
+    items of class c (key: the season's key)."""
+    block_labels = np.asarray(block_labels)
+    rng = np.random.default_rng(int.from_bytes(_derive_v2(key, "draw", group, draw)[:16], "big"))
+    chosen, inside = [], []
+    for c in sorted(per_class):
+        n = int(per_class[c])
+        where = np.flatnonzero(block_labels == c)
+        if 2 * n > len(where):
+            raise SealError(f"sealed track '{group}': class {c} needs {2 * n} block items, the block has {len(where)}")
+        picked = rng.permutation(where)[: 2 * n]
+        chosen.append(picked)
+        inside.append(np.arange(2 * n) < n)
+    indices, members = np.concatenate(chosen), np.concatenate(inside)
+    order = np.argsort(indices, kind="stable")
+    return indices[order].astype(np.int64), members[order]
+
+
+def commitment_v2(key: bytes, group: str, draw: int, block_sha256: str, indices: np.ndarray,
+                  members: np.ndarray) -> str:
+    """The published commitment to one v2 draw: its pool's block indices and its membership (see above)."""
+    nonce = _derive_v2(key, "nonce", group, draw)
+    packed = np.asarray(indices, dtype=">u4").tobytes() + np.packbits(np.asarray(members, dtype=bool)).tobytes()
+    return hashlib.sha256(SCHEME_V2.encode() + nonce + bytes.fromhex(block_sha256) + packed).hexdigest()
+
+
+def open_block_draw(key: bytes, group: str, draw: int, block_sha256: str, block_labels: np.ndarray,
+                    per_class: dict[int, int], published: str) -> tuple[np.ndarray, np.ndarray]:
+    """block_draw, after checking that the season's `key` opens the published commitment."""
+    indices, members = block_draw(key, group, draw, block_labels, per_class)
+    if not hmac.compare_digest(commitment_v2(key, group, draw, block_sha256, indices, members), published):
+        raise SealError(f"sealed track '{group}' draw {draw}: this key does not open the published commitment "
+                        f"{published[:16]}… (another season's key, or a changed block)")
+    return indices, members
+
+
+def weights_key(key: bytes, group: str, draw: int) -> bytes:
+    """The AES-256-GCM key of the draw's weight files (key: the season's key)."""
+    return _derive_v2(key, "weights", group, draw)
