@@ -60,3 +60,29 @@ def open_file(path: Path, key: bytes, label: str) -> bytes:
     except OSError as exc:
         raise SealError(f"{path}: cannot read the sealed weight file ({type(exc).__name__})") from None
     return open_bytes(data, key, label, str(path))
+
+
+# The board's sealed job opens a v2 draw's files with the key in hand; the loaders (image/track_files.py,
+# image/sealed.py) read it from here rather than through every signature between the job and them. Outside
+# `opening`, a v2 draw cannot be loaded: one message says that only the board's sealed run opens it.
+_OPENED: "contextvars.ContextVar[bytes | None]"
+
+import contextlib  # noqa: E402
+import contextvars  # noqa: E402
+
+_OPENED = contextvars.ContextVar("reconbench_sealed_master_key", default=None)
+
+
+@contextlib.contextmanager
+def opening(master_key: bytes):
+    """Within this block, v2 draws open with the board's key (the master: each season's key is derived)."""
+    token = _OPENED.set(master_key)
+    try:
+        yield
+    finally:
+        _OPENED.reset(token)
+
+
+def current_key() -> bytes | None:
+    """The board's key while `opening` is in effect, else None."""
+    return _OPENED.get()
