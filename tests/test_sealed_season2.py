@@ -260,6 +260,8 @@ def test_a_v1_season_sealed_with_the_boards_key_is_revealed_by_its_draws_opening
     assert verify(opened, "old", tmp_path / "submissions")[0] == {track.id: seal["commitment"]}
     with pytest.raises(SealError, match="do not include it"):  # they open that season's draws only
         draw_members(opened, group, 1, labels)
+    with pytest.raises(SealError, match="opens with its season key"):  # a forged reveal: v1 openings for a v2 season
+        verify(opened, SEASON_V2, tmp_path / "submissions")
 
 
 def test_the_committed_season_ships_only_ciphertext_and_hashes_that_bind_it():

@@ -89,6 +89,9 @@ def _season_keys(track: Track, key: bytes | None) -> list[bytes]:
     --seal-key, the sealed run) or, after the reveal, the season key itself; the commitment tells which opens."""
     if key is None:
         return [require_opened(track)]
+    if not isinstance(key, bytes):  # a v1 season's revealed openings (core/seal.DrawOpenings) open no v2 draw
+        raise SealError(f"sealed track '{track.id}': a season {seal_of(track).season} draw opens with its season key, "
+                        "not with a v1 season's revealed openings")
     return [season_key(key, seal_of(track).season), key]
 
 
