@@ -394,7 +394,9 @@ def test_count_across_draws_pools_the_poisson_rates_as_scipys_skellam():
              for k, j, lm, lh in [(2, 0, 1e-3, 1e-3), (0, 0, 2e-3, 1e-3), (1, 1, 1e-3, 3e-3), (0, 0, 1e-3, 1e-3), (3, 0, 4e-3, 2e-3)]]
     pooled = count_across_draws(draws)
     assert (pooled.members, pooled.holdout, pooled.n_members, pooled.per_draw) == (6, 1, 500, (2, 0, 1, 0, 3))
-    assert pooled.p == pytest.approx(stats.skellam.sf(6 - 1 - 1, 9e-3, 8e-3), rel=1e-6) and pooled.extracts
+    assert pooled.p == pytest.approx(stats.skellam.sf(6 - 1 - 1, 9e-3, 8e-3), rel=1e-6)
+    # the natural p is context: the badge needs every draw's membership relabelling (tests/test_relabel.py)
+    assert pooled.relabel_p is None and not pooled.extracts
     one = count_across_draws(draws[:1])
     assert one.p == pytest.approx(skellam_sf(2, 1e-3, 1e-3)) and one.draws == 1
     nothing = count_across_draws([dict(d, members=0, holdout=0) for d in draws])
