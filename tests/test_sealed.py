@@ -487,8 +487,9 @@ def test_the_board_reports_each_attacks_mean_gap_across_the_sealed_examples_draw
         gaps = [r.sealed["membership"]["ssim"]["gap"] for r in reports if r.result.payload.attack.name == row["attack"]]
         assert row["draws"] == len(gaps) == view["seal"].draws
         assert row["metrics"]["ssim"].mean == pytest.approx(np.mean(gaps))
-        # the board's tier words (core/verdict.py), each with the p it rests on and its threshold
-        assert row["verdict"] in ("membership signal", "no evidence") or row["verdict"].startswith("extracts "), row
+        # season 2026-s1 is burned (issue 43): practice draws, the numbers shown and no verdict
+        # (tests/test_sealed_holds.py); the p the gap rests on is still shown beside its threshold
+        assert row["verdict"] is None and row["tier"] is None and row["pending"] == "practice draws, no verdict", row
         assert re.search(r"p [\d.e-]+ [<>≥] [\d.e-]+", row["held"]), row["held"]
         counts = [r.sealed["extraction"] for r in sorted(reports, key=lambda r: r.sealed["draw"])
                   if r.result.payload.attack.name == row["attack"]]
