@@ -394,7 +394,9 @@ def test_count_across_draws_pools_the_poisson_rates_as_scipys_skellam():
              for k, j, lm, lh in [(2, 0, 1e-3, 1e-3), (0, 0, 2e-3, 1e-3), (1, 1, 1e-3, 3e-3), (0, 0, 1e-3, 1e-3), (3, 0, 4e-3, 2e-3)]]
     pooled = count_across_draws(draws)
     assert (pooled.members, pooled.holdout, pooled.n_members, pooled.per_draw) == (6, 1, 500, (2, 0, 1, 0, 3))
-    assert pooled.p == pytest.approx(stats.skellam.sf(6 - 1 - 1, 9e-3, 8e-3), rel=1e-6) and pooled.extracts
+    assert pooled.p == pytest.approx(stats.skellam.sf(6 - 1 - 1, 9e-3, 8e-3), rel=1e-6)
+    # the natural p is context: the badge needs every draw's membership relabelling (tests/test_relabel.py)
+    assert pooled.relabel_p is None and not pooled.extracts
     one = count_across_draws(draws[:1])
     assert one.p == pytest.approx(skellam_sf(2, 1e-3, 1e-3)) and one.draws == 1
     nothing = count_across_draws([dict(d, members=0, holdout=0) for d in draws])
@@ -485,8 +487,9 @@ def test_the_board_reports_each_attacks_mean_gap_across_the_sealed_examples_draw
         gaps = [r.sealed["membership"]["ssim"]["gap"] for r in reports if r.result.payload.attack.name == row["attack"]]
         assert row["draws"] == len(gaps) == view["seal"].draws
         assert row["metrics"]["ssim"].mean == pytest.approx(np.mean(gaps))
-        # the board's tier words (core/verdict.py), each with the p it rests on and its threshold
-        assert row["verdict"] in ("membership signal", "no evidence") or row["verdict"].startswith("extracts "), row
+        # season 2026-s1 is burned (issue 43): practice draws, the numbers shown and no verdict
+        # (tests/test_sealed_holds.py); the p the gap rests on is still shown beside its threshold
+        assert row["verdict"] is None and row["tier"] is None and row["pending"] == "practice draws, no verdict", row
         assert re.search(r"p [\d.e-]+ [<>≥] [\d.e-]+", row["held"]), row["held"]
         counts = [r.sealed["extraction"] for r in sorted(reports, key=lambda r: r.sealed["draw"])
                   if r.result.payload.attack.name == row["attack"]]

@@ -40,7 +40,13 @@ def test_committed_entries_are_verified_and_the_image_examples_reproduced():
     assert len(entries) >= len(ATTACKS) + 1  # one baseline per registered image attack, at least, and text ones
     report = validate_board(None, ROOT, rescore=True)
     assert report.ok, [(r.entry_id, [c.message for c in r.checks if c.status == "fail"]) for r in report.entries]
-    assert {r.trust for r in report.entries} <= {"re-scored", "reproduced"}, {r.entry_id: r.trust for r in report.entries}
+    # Every committed entry ranks, except sealed examples the held rule holds: on a sealed draw it reads the draw's
+    # gap from the board's record (issue 43, item 5), and no reproduced entry of the draw raises its reference.
+    # Those are season 2026-s1's practice draws (burned): no verdict either way.
+    held = [r for r in report.entries if r.trust == "held"]
+    assert all(r.team == "sealed-examples" and r.result.payload.sealed is not None
+               and r.held_reason.startswith("extraordinary leakage:") for r in held), [(r.entry_id, r.held_reason) for r in held]
+    assert {r.trust for r in report.entries} <= {"re-scored", "reproduced", "held"}, {r.entry_id: r.trust for r in report.entries}
     baselines = [r for r in report.entries if r.team == "reconbench-baselines"]
     image = [r for r in baselines if not is_text_track(r.result.payload.track)]  # text examples: their own tests
     assert {r.result.payload.attack.name for r in image} == set(ATTACKS)

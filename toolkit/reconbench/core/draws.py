@@ -20,9 +20,19 @@ Poisson(lam_h,d), and the draws are independent (their own members, model and ru
 again Poisson with the summed rates and the same Skellam tail tests them:
 
     k = sum_d k_d of sum_d n_d members,  j = sum_d j_d holdout items
-    p = P(K - J >= k - j),  K ~ Poisson(sum_d lam_m,d),  J ~ Poisson(sum_d lam_h,d)
-    extracts = k > j and p < ALPHA (the badge of one draw, on the totals)
+    p_natural = P(K - J >= k - j),  K ~ Poisson(sum_d lam_m,d),  J ~ Poisson(sum_d lam_h,d)
 
+That p is context, not the badge (issue 43, item 4): on a sealed draw an output that copies random
+public candidates is near them whatever their membership, so the natural null calls it extraction.
+The badge is tested against membership: each draw's record carries its relabelling strata (draw x
+class: candidates, members, extracted, extracted members; core/relabel.py), the strata of all K draws
+are independent hypergeometrics, and their exact convolution gives one pooled relabelling p:
+
+    relabel_p = P(sum_s X_s >= k),  X_s ~ Hypergeometric(N_s, n_s, e_s)
+    extracts  = k > j and relabel_p < ALPHA
+
+A draw whose record has no relabelling block (season 2026-s1's, signed before it existed; that season is
+burned and gives no verdict anyway) leaves relabel_p None, and the pooled count no badge.
 With one draw it is that draw's own test.
 
 The interval is the spread across draws (the draw and the attack's run both vary), so it is the
@@ -78,7 +88,8 @@ class CountAcrossDraws:
     holdout: int  # j
     n_holdout: int
     per_draw: tuple[int, ...]  # k_d, in draw order
-    p: float  # the pooled Skellam tail (module docstring)
+    p: float  # the pooled Skellam tail of the natural null (module docstring): context beside the badge
+    relabel_p: float | None = None  # the pooled membership-relabelling p (core/relabel.py); None: some draw has none
 
     @property
     def draws(self) -> int:
@@ -86,20 +97,27 @@ class CountAcrossDraws:
 
     @property
     def extracts(self) -> bool:
-        return self.members > self.holdout and self.p < ALPHA
+        """The badge on sealed draws: tested against membership (relabel_p), never on the natural null alone."""
+        from reconbench.core.relabel import extracts
+
+        return self.relabel_p is not None and extracts(self.members, self.holdout, self.relabel_p)
 
 
 def count_across_draws(counts: list[dict]) -> CountAcrossDraws:
     """The extraction count pooled over the draws: `counts` are the draws' sealed.json "extraction"
-    records, each with its natural null's expected counts (expected_members, expected_holdout)."""
+    records, each with its natural null's expected counts (expected_members, expected_holdout) and, from
+    issue 43 on, its relabelling block (`relabel`: strata and p; core/relabel.py)."""
     from reconbench.core.extraction import skellam_sf
+    from reconbench.core.relabel import pooled
 
     if not counts:
         raise ValueError("no draw's extraction count to pool")
     k, j = sum(c["members"] for c in counts), sum(c["holdout"] for c in counts)
     lam_m, lam_h = sum(c["expected_members"] for c in counts), sum(c["expected_holdout"] for c in counts)
+    relabel = [c.get("relabel") for c in counts]
+    relabel_p = pooled(relabel) if all(isinstance(r, dict) and "strata" in r for r in relabel) else None
     return CountAcrossDraws(k, sum(c["n_members"] for c in counts), j, sum(c["n_holdout"] for c in counts),
-                            tuple(c["members"] for c in counts), skellam_sf(k - j, lam_m, lam_h))
+                            tuple(c["members"] for c in counts), skellam_sf(k - j, lam_m, lam_h), relabel_p)
 
 
 def verdict(per_metric: dict[str, AcrossDraws]) -> bool:

@@ -3,7 +3,12 @@
 - the carried-data rule: a reconstruction within the extraction threshold of a Fashion-MNIST image that
   is not a member of the draw (the count's threshold) can only have been carried into the run;
 - the membership gap of the draw (members against the pool's other half: core/membership.py's test);
-- the extraction count of the draw (issue 33's per-sample count, at the dataset's calibration);
+- the extraction count of the draw (issue 33's per-sample count, at the dataset's calibration), with its
+  membership-relabelling strata (issue 43, item 4; core/relabel.py): per class, how many candidates the
+  reconstructions come within the threshold of, and how many of those are members. The candidates are
+  every image that was equally likely to be a member: a v2 draw's caller passes the whole sealed block,
+  a draw of the public pool (the default) its pool. A burned season's records (2026-s1, signed before
+  the block existed) carry none, so they keep validating unchanged;
 - sealed.json, the record validate writes and `recon-submit seal verify` recomputes after the reveal.
 """
 
@@ -69,11 +74,33 @@ def calibration(track: Track):
     return extraction_calibration(track)
 
 
+Candidates = tuple["ArraySet", np.ndarray]  # (the images every member was drawn from, which of them are members)
+
+
+def relabel_strata(images: np.ndarray, labels: np.ndarray, candidates: Candidates, threshold: float) -> list:
+    """The draw's relabelling strata (core/relabel.strata_of): per class, each candidate's smallest per-pixel
+    MSE to a reconstruction of its class, by the count's own exact pairwise search (metrics/extraction.mse_matrix)."""
+    from reconbench.core.relabel import strata_of
+    from reconbench.image.metrics.extraction import mse_matrix
+
+    pool_set, inside = candidates
+    labels, cand_y = np.asarray(labels, dtype=np.int64), np.asarray(pool_set.labels, dtype=np.int64)
+    nearest = np.full(len(cand_y), np.inf)
+    for c in np.unique(cand_y):
+        r, where = np.flatnonzero(labels == c), np.flatnonzero(cand_y == c)
+        if len(r):
+            nearest[where] = mse_matrix(images[r], pool_set.images[where]).min(axis=0)
+    return strata_of("", nearest, np.asarray(inside, dtype=bool), cand_y, threshold)
+
+
 def extraction_count(track: Track, images: np.ndarray, labels: np.ndarray, member_images: ArraySet,
-                     non_member_images: ArraySet) -> dict | None:
+                     non_member_images: ArraySet, candidates: Candidates | None = None,
+                     relabel: bool = True) -> dict | None:
     """The per-sample extraction count of the draw (core/extraction.py through image_extraction):
     members within the dataset's extraction threshold of some reconstruction, against the pool's
-    other half. None where the dataset has no calibration."""
+    other half. None where the dataset has no calibration. With `relabel`, its `relabel` block (strata
+    and p, core/relabel.py) over `candidates` (default: the pool, members then non-members), and
+    "extracts" is then the relabelling test's (k > j, p < ALPHA); `p` stays the natural null's, as context."""
     from reconbench.image.metrics.extraction import image_extraction
 
     cal = calibration(track)
@@ -81,15 +108,31 @@ def extraction_count(track: Track, images: np.ndarray, labels: np.ndarray, membe
         return None
     e = image_extraction(images, labels, member_images.images, member_images.labels, non_member_images.images,
                          non_member_images.labels, cal.threshold, cal.pair_rate)
-    return {"members": e.members, "n_members": e.n_members, "holdout": e.holdout, "n_holdout": e.n_holdout,
-            "threshold": e.threshold, "p": e.p, "p_relabel": e.p_relabel, "extracts": e.extracts,
-            # the natural null's expected counts: what pools the count across draws (core/draws.py)
-            "expected_members": e.expected_members, "expected_holdout": e.expected_holdout, "text": e.sentence()}
+    out = {"members": e.members, "n_members": e.n_members, "holdout": e.holdout, "n_holdout": e.n_holdout,
+           "threshold": e.threshold, "p": e.p, "p_relabel": e.p_relabel, "extracts": e.extracts,
+           # the natural null's expected counts: what pools the count across draws (core/draws.py)
+           "expected_members": e.expected_members, "expected_holdout": e.expected_holdout, "text": e.sentence()}
+    if relabel:
+        from reconbench.core import relabel as rl
+        from reconbench.image.data.arrays import ArraySet
+
+        if candidates is None:
+            candidates = (ArraySet(np.concatenate([member_images.images, non_member_images.images]),
+                                   np.concatenate([member_images.labels, non_member_images.labels])),
+                          np.r_[np.ones(len(member_images.labels), bool), np.zeros(len(non_member_images.labels), bool)])
+        block = rl.record(relabel_strata(images, labels, candidates, cal.threshold))
+        out["relabel"] = block
+        out["extracts"] = rl.extracts(e.members, e.holdout, block["p"])
+    return out
 
 
-def sealed_numbers(track: Track, key: bytes, images: np.ndarray, labels: np.ndarray, device: str = "cpu") -> dict:
+def sealed_numbers(track: Track, key: bytes, images: np.ndarray, labels: np.ndarray, device: str = "cpu",
+                   candidates: Candidates | None = None) -> dict:
     """What validate publishes for one sealed entry: the draw's membership gap per metric (members vs
-    the pool's other half, the permutation test of core/membership.py) and the extraction count."""
+    the pool's other half, the permutation test of core/membership.py) and the extraction count, with its
+    relabelling block over `candidates` (default the pool) unless the draw's season is burned."""
+    from reconbench.core.seasons import burned
+
     import torch
 
     from reconbench.image.metrics.leakage import _result, kernel_gap, mse_and_psnr_gaps
@@ -106,12 +149,13 @@ def sealed_numbers(track: Track, key: bytes, images: np.ndarray, labels: np.ndar
     gaps = {"mse": mse, "psnr": psnr, "ssim": ssim}
     return {
         "membership": {name: _result(gaps[name]).model_dump(mode="json") for name in GAP_METRICS},
-        "extraction": extraction_count(track, images, labels, mem, non),
+        "extraction": extraction_count(track, images, labels, mem, non, candidates,
+                                       relabel=not burned(seal_of(track).season)),
     }
 
 
 def record(track: Track, key: bytes, entry_id: str, payload_sha256: str, images: np.ndarray, labels: np.ndarray,
-           device: str = "cpu") -> dict:
+           device: str = "cpu", candidates: Candidates | None = None) -> dict:
     """sealed.json: the numbers with what they were computed for (entry, payload, draw, commitment).
     Nothing in it is derived from the key but these numbers and the already public commitment."""
     from reconbench.core.membership import PERMUTATIONS, SEED
@@ -119,7 +163,8 @@ def record(track: Track, key: bytes, entry_id: str, payload_sha256: str, images:
     seal = seal_of(track)
     return {"scheme": SCHEME, "entry_id": entry_id, "payload_sha256": payload_sha256, "track": track.id,
             "group": seal.group, "draw": seal.draw, "season": seal.season, "commitment": seal.commitment,
-            "permutations": PERMUTATIONS, "seed": SEED, **sealed_numbers(track, key, images, labels, device)}
+            "permutations": PERMUTATIONS, "seed": SEED,
+            **sealed_numbers(track, key, images, labels, device, candidates)}
 
 
 def observation_matches(track: Track, key: bytes, tolerance: float = 1e-4) -> bool:

@@ -205,8 +205,12 @@ def _against_value(s: Side, ref: float | None, cond: Conditions) -> Comparison:
 def reproduced(frame: pd.DataFrame) -> pd.DataFrame:
     """The entries a finding may read: those CI re-ran from their recorded configuration. A re-scored
     entry's numbers are true of its images, but nothing shows the attack made them: a contributor
-    could pick images that turn a verdict."""
-    return frame[frame["trust"] == "reproduced"]
+    could pick images that turn a verdict. Held entries (an own attack's leakage waits for the board's
+    sealed run, issue 43) and failed ones are never "reproduced" here; nor is any entry on a draw of a
+    burned season (core/seasons: 2026-s1, whose members are public): its verdicts are retired."""
+    from reconbench.leaderboard.frame import practice
+
+    return frame[(frame["trust"] == "reproduced") & ~practice(frame)]
 
 
 def default_conditions() -> dict[str, Conditions]:

@@ -42,7 +42,7 @@ COLUMNS = [
     "attack", "attack_version", "family", "paper", "code", "registered", "config", "budget",
     "date", "toolkit_version", "git_commit", "git_dirty", "seed", "device", "hardware", "command",
     "wall_seconds", "queries", "count",
-    "attack_label", "held_reason", "position",
+    "attack_label", "held_reason", "position", "practice",
 ] + [f"{m}{suffix}" for m in METRICS for suffix in ("", "_coverage", "_note", "_claimed", "_claimed_coverage")] + leakage.COLUMNS
 
 
@@ -131,7 +131,8 @@ def entries_frame(reports: Iterable) -> pd.DataFrame:
                 wall_seconds=prov.wall_seconds, queries=prov.queries, count=p.reconstructions.count,
             )
             if track is not None:
-                row.update(dataset=track.dataset, architecture=track.architecture, train_size=track.train_size)
+                row.update(dataset=track.dataset, architecture=track.architecture, train_size=track.train_size,
+                           practice=practice_track(track))
                 try:
                     from reconbench.core.scenario import Scenario
 
@@ -153,6 +154,10 @@ def entries_frame(reports: Iterable) -> pd.DataFrame:
             row["attack_label"] = p.attack.name if row["registered"] else own_attack_label(p.attack.code, p.attack.name,
                                                                                            report.team)
             leakage.fill_row(row, report, p, pinned_holdout)
+            # Held is held everywhere (issue 43, item 5): a held entry, and any entry on a burned season's draw
+            # (practice), keeps its numbers on the board and gets no verdict, no badge and no rank.
+            if row.get("practice") or row["trust"] == "held":
+                row.update(leaks=None, tier=None, verdict=None, verdict_p=None, extracts=None)
         row["held_reason"] = getattr(report, "held_reason", None)
         rows.append(row)
     frame = pd.DataFrame(rows, columns=COLUMNS)
@@ -171,9 +176,25 @@ def listed(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[frame["trust"] != "failed"]
 
 
+def practice_track(track) -> bool:
+    """A draw of a burned season (core/seasons.burned: 2026-s1, whose members are public): its entries are
+    practice, listed with their numbers, never ranked nor given a verdict anywhere (issue 43)."""
+    from reconbench.core.seasons import burned
+
+    seal = getattr(track, "seal", None)
+    return seal is not None and burned(seal.season)
+
+
+def practice(frame: pd.DataFrame) -> pd.Series:
+    """Per row: an entry on a burned season's draw (practice_track); False where the frame has no such column."""
+    if "practice" not in frame:
+        return pd.Series(False, index=frame.index, dtype=bool)
+    return frame["practice"].map(lambda v: v is True or v is np.True_).astype(bool)
+
+
 def ranked(frame: pd.DataFrame) -> pd.DataFrame:
-    """Entries that may rank (by their verified values): neither failed nor held."""
-    return frame[~frame["trust"].isin(UNRANKED)]
+    """Entries that may rank (by their verified values): neither failed nor held, nor a burned season's practice."""
+    return frame[~frame["trust"].isin(UNRANKED) & ~practice(frame)]
 
 
 def rank_metric(frame: pd.DataFrame) -> str | None:
@@ -194,7 +215,7 @@ def sort_board(frame: pd.DataFrame, order: str = "evidence") -> pd.DataFrame:
     the lead gap's lower bound (leakage.by_evidence), then the rank metric; "metric": best first by the
     verified rank metric alone (the best value of an attack: the matrix, the badges). Ties: trust, date."""
     metric = rank_metric(ranked(frame))
-    can_rank = ~frame["trust"].isin(UNRANKED)
+    can_rank = ~frame["trust"].isin(UNRANKED) & ~practice(frame)
     if metric is not None:
         can_rank &= frame[metric].notna()
     top = frame[can_rank] if metric is not None else frame.iloc[0:0]

@@ -133,6 +133,8 @@ def text_frame(reports) -> pd.DataFrame:
             if name in TEXT_METRICS:
                 row[f"{name}_note"] = metric.note
         leakage.fill_row(row, report, p, lambda _: track.holdout_set_sha256 if track is not None else None)
+        if row["trust"] == "held":  # held is held everywhere (issue 43): listed with its numbers, no verdict, no badge
+            row.update(leaks=None, tier=None, verdict=None, verdict_p=None, extracts=None)
         rows.append(row)
     frame = leakage.typed(pd.DataFrame(rows, columns=TEXT_COLUMNS))
     for m in TEXT_METRICS:
