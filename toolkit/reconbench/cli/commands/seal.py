@@ -1,12 +1,16 @@
-"""`recon-submit seal`: a season of sealed tracks ends (reconbench.submissions.seal_reveal).
+"""`recon-submit seal`: the board's sealed runs (reconbench.pipeline.sealed_run), and the end of a season
+(reconbench.submissions.seal_reveal).
 
+    seal run SUBMISSION --seal-key KEY [--device cpu|cuda] --out PRIVATE   the board runs a sealed submission
+    seal check-runs [--root submissions]                                    check the committed run records
     seal reveal --seal-key KEY --season S --out reveal.json   publish the key, with the commitments it opens
-    seal verify reveal.json                                    open every commitment, recompute every sealed.json
+    seal verify reveal.json [--runs-out PRIVATE]               open every commitment, recompute every sealed number
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -28,8 +32,59 @@ def register(app: typer.Typer) -> None:
                              "Example: recon-submit seal verify reveal.json",
                         no_args_is_help=True)
     app.add_typer(group, name="seal")
+    group.command("run")(run)
+    group.command("check-runs")(check_runs)
     group.command("reveal")(reveal)
     group.command("verify")(verify)
+
+
+def run(
+    submission: Path = typer.Argument(..., help="sealed-submissions/<season>/<team>/<run>/submission.toml"),
+    seal_key: Path = typer.Option(..., "--seal-key", help="the board's seal key (CI's secret)"),
+    device: str = typer.Option("cpu", help="cpu, or cuda on a maintainer's GPU runner (GPU budgets)"),
+    out: Path = typer.Option(Path("sealed-run-output"), help="the board's private folder for the runs' result folders "
+                                                            "(never committed; published after the reveal)"),
+    root: Path = typer.Option(Path("submissions"), help="the submissions folder: the record goes to its sealed-runs/"),
+) -> None:
+    """The board runs a sealed submission's attack on every draw of its twin, in the sandbox, scores it with the
+    key and writes one signed record of numbers (docs/sealed.md, "The board's sealed run").
+
+    Example: recon-submit seal run sealed-submissions/2026-s2/my-lab/first/submission.toml --seal-key ../shared/secrets/seal.key --out /tmp/private
+    """
+    from reconbench.core.seal import SealError
+    from reconbench.pipeline.sealed_run import SealedRunError, run as run_sealed
+    from reconbench.submissions.sealed_submission import SealedSubmissionError
+
+    key = read_seal_key(seal_key)
+    try:
+        done = run_sealed(submission, key, out=out, root=root, device=device, seal_key_path=seal_key,
+                          echo=lambda line: console.print(escape(line)))
+    except (SealedRunError, SealedSubmissionError, SealError) as exc:
+        fail(str(exc))
+    record = done.record
+    scored = sum(d.status == "scored" for d in record.draws)
+    console.print(f"{escape(str(done.path))}: {scored} of {len(record.draws)} draws scored; "
+                  f"{escape(record.tier or 'no verdict (a draw was not scored)')}"
+                  + (f" {record.extracts}" if record.extracts is not None else ""))
+    console.print(f"private output (not for the repository before the reveal): {escape(str(done.out))}")
+
+
+def check_runs(
+    root: Path = typer.Option(Path("submissions"), help="the submissions folder"),
+) -> None:
+    """Check every sealed run record: schema, the board's signature, the twin's draws, the run limit.
+
+    Example: recon-submit seal check-runs
+    """
+    from reconbench.submissions.sealed_run_check import check_runs as checked
+
+    found = checked(root)
+    for c in found:
+        console.print(f"{'OK  ' if c.ok else 'FAIL'} {escape(c.message)}")
+    if not found:
+        console.print(f"no sealed run record under {escape(str(root))}")
+    if not all(c.ok for c in found):
+        raise typer.Exit(1)
 
 
 def reveal(
@@ -55,8 +110,10 @@ def reveal(
 def verify(
     reveal_file: Path = typer.Argument(..., help="a reveal file written by `recon-submit seal reveal`"),
     root: Path = typer.Option(Path("submissions"), help="the submissions folder"),
+    runs_out: Optional[Path] = typer.Option(None, "--runs-out", help="the board's published output of its sealed runs: "
+                                                                     "recompute every run record from it too"),
 ) -> None:
-    """Open every commitment of the revealed season and recompute every published sealed.json.
+    """Open every commitment of the revealed season and recompute every published sealed.json (and run record).
 
     Example: recon-submit seal verify reveal.json
     """
@@ -65,7 +122,7 @@ def verify(
 
     try:
         key, season = read_reveal(reveal_file)
-        opened, entries = check(key, season, root)
+        opened, entries = check(key, season, root, runs_out)
     except SealError as exc:
         fail(str(exc))
     console.print(f"season {escape(season)}: the key opens all {len(opened)} commitments")
