@@ -83,7 +83,7 @@ iterations = {FAST["iterations"]}
 
 
 def _own(subs: Path, team: str, run: str, code: str, cls: str, scenario: str = "static/black-box/same") -> Path:
-    path = _submission(subs, team, run, f'twin = "{GROUP}"\nscenario = "{scenario}"\nbudget = "quick"\n\n'
+    path = _submission(subs, team, run, f'twin = "{GROUP}"\nscenario = "{scenario}"\n\n'
                                         f'[attack]\nfile = "attack.py"\nclass = "{cls}"\n')
     (path.parent / "attack").mkdir()
     (path.parent / "attack" / "attack.py").write_text(code)
@@ -132,3 +132,206 @@ def test_the_board_runs_a_registered_attack_on_every_draw_signs_one_record_and_v
     _, verified = verify(revealed, season, board["root"], runs_out=board["out"])
     (mine,) = [v for v in verified if v.entry.startswith("sealed run")]
     assert not mine.ok and "output_mac" in mine.message
+
+
+def _record(key: bytes, team: str, run: str, ran_at: str, *, scored: bool = True, signer_key: bytes | None = None) -> dict:
+    """A run record as the board writes one (numbers of a knowledge-only output), signed by `signer_key` (the
+    season's key by default); the test holds the key, as the board does."""
+    from reconbench.core.sealed_records import sign_record
+    from reconbench.core.sealed_run_verdict import run_verdict
+    from reconbench.core.sealed_runs import DrawOutcome, SealedAttack, SealedRun
+    from reconbench.core.tracks import sealed_draws
+
+    gap = {"status": "computed", "gap": 0.001, "low": -0.01, "high": 0.012, "p": 0.4}
+    count = {"members": 0, "n_members": 100, "holdout": 0, "n_holdout": 100, "p": 1.0, "expected_members": 0.05,
+             "expected_holdout": 0.05}
+    draws = [DrawOutcome(track=t.id, model_sha256=t.target_model_sha256, status="scored" if scored else "failed",
+                         membership={m: gap for m in ("mse", "psnr", "ssim")} if scored else None,
+                         extraction=count if scored else None, reason=None if scored else "3 of 100 carried",
+                         output_mac="ab" * 32 if scored else None) for t in sealed_draws(GROUP)]
+    verdict = run_verdict([d.model_dump(mode="json") for d in draws])
+    record = SealedRun(season=SEASON, twin=GROUP, open_twin="fashion-n100", team=team, run=run,
+                       attack=SealedAttack(name="mi-face", scenario="static/white-box/none"), ran_at=ran_at, draws=draws,
+                       tier=verdict.tier.word if verdict.tier else None, extracts=verdict.members)
+    return sign_record(record.model_dump(mode="json", by_alias=True, exclude={"signature"}), signer_key or key)
+
+
+def _put(root: Path, record: dict) -> Path:
+    path = root / "sealed-runs" / record["season"] / record["team"] / record["run"] / "record.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=2))
+    return path
+
+
+def test_hostile_run_records_fail_validation_and_the_sixth_run_is_refused_before_anything_runs(board):
+    """A record written by hand, one with a changed number, one signed by another season's signer, one whose draws
+    are relabelled or whose tier its numbers do not give, a stray file: each fails `seal check-runs` (and validate).
+    The run limit: five runs of a team on a twin pass, a sixth record fails, and `seal run` refuses a sixth run
+    before anything runs."""
+    from typer.testing import CliRunner
+
+    from reconbench.cli import app
+    from reconbench.core.sealed_records import unsigned
+    from reconbench.core.sealed_runs import RUN_LIMIT
+    from reconbench.pipeline.sealed_run import SealedRunError, run
+    from reconbench.submissions.sealed_run_check import check_runs
+
+    key, root = board["key"], board["root"]
+    for i in range(RUN_LIMIT):
+        _put(root, _record(key, "lab-b", f"run-{i}", f"2026-12-0{i + 1}T00:00:00Z", scored=i % 2 == 0))
+    assert all(c.ok for c in check_runs(root)) and len(check_runs(root)) == RUN_LIMIT
+    # the sixth run: refused before the attack runs (no private output is even made), by the CLI too
+    sub = _submission(board["subs"], "lab-b", "sixth", REGISTERED)
+    with pytest.raises(SealedRunError, match=f"used its {RUN_LIMIT} board runs"):
+        run(sub, key, out=board["out"], root=root)
+    assert not board["out"].exists()
+    res = CliRunner().invoke(app, ["seal", "run", str(sub), "--seal-key", str(board["key_file"]), "--out",
+                                   str(board["out"]), "--root", str(root)])
+    assert res.exit_code == 1 and f"used its {RUN_LIMIT} board runs" in res.output and not board["out"].exists()
+    # a sixth record (the board would not have written it): the latest one fails the limit
+    sixth = _put(root, _record(key, "lab-b", "late", "2026-12-09T00:00:00Z"))
+    assert [c.ok for c in check_runs(root) if c.path == str(sixth)] == [False]
+    assert "over the limit" in next(c.message for c in check_runs(root) if c.path == str(sixth))
+    shutil.rmtree(sixth.parent)
+    good = _record(key, "lab-c", "one", "2026-12-01T00:00:00Z")
+    changed = json.loads(json.dumps(good))
+    changed["draws"][0]["membership"]["ssim"]["gap"] = 0.3
+    relabelled = unsigned(good)
+    relabelled["draws"] = relabelled["draws"][::-1]
+    from reconbench.core.sealed_records import sign_record
+
+    claimed = unsigned(good) | {"tier": "extracts", "extracts": 40}
+    cases = {
+        "by hand": (unsigned(good), "carries no signature"),
+        "changed": (changed, "does not verify"),
+        "other season": (_record(key, "lab-c", "one", "2026-12-01T00:00:00Z", signer_key=bytes.fromhex(new_key())),
+                         "signed by another key"),
+        "relabelled": (sign_record(relabelled, key), "not the twin's"),
+        "tier": (sign_record(claimed, key), "is not what its numbers give"),
+    }
+    for name, (record, why) in cases.items():
+        path = _put(root, record)
+        (found,) = [c for c in check_runs(root) if c.path == str(path)]
+        assert not found.ok and why in found.message, (name, found.message)
+        res = CliRunner().invoke(app, ["seal", "check-runs", "--root", str(root)])
+        assert res.exit_code == 1 and why in res.output.replace("\n", ""), name
+    path = _put(root, good)
+    assert all(c.ok for c in check_runs(root))
+    (path.parent / "notes.md").write_text("x")
+    assert [c.ok for c in check_runs(root) if "notes.md" in c.path] == [False]
+
+
+def test_validate_checks_the_run_records_and_the_entry_layout_skips_their_folder(board):
+    """The run records live at submissions/sealed-runs/: not a team folder for the entry checks, and `validate`
+    checks them (a record written by hand fails it)."""
+    from typer.testing import CliRunner
+
+    from reconbench.cli import app
+    from reconbench.core.sealed_records import unsigned
+    from reconbench.submissions.layout import all_units, discover_entries
+
+    root = board["root"]
+    path = _put(root, _record(board["key"], "lab-d", "one", "2026-12-01T00:00:00Z"))
+    assert discover_entries(root) == [] and all_units(root).units == []
+    res = CliRunner().invoke(app, ["validate", "--root", str(root), "--no-rescore", "--offline"])
+    assert res.exit_code == 0, res.output
+    path.write_text(json.dumps(unsigned(json.loads(path.read_text()))))
+    res = CliRunner().invoke(app, ["validate", "--root", str(root), "--no-rescore", "--offline"])
+    assert res.exit_code == 1 and "carries no signature" in res.output.replace("\n", "")
+
+
+PEEK = '''"""An own attack that tries to read the board's secrets from inside the sandbox (tests/test_sealed_run.py)."""
+
+import os
+
+import torch
+
+from reconbench.image.attacks.base import Attack, AttackError, Reconstruction
+
+FILES = {files!r}
+FOLDERS = {folders!r}
+
+
+def _read(path):
+    """Bytes of `path` by Python's open, else by native code (torch.from_file: no audit hook sees it)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(64)
+    except Exception:  # noqa: BLE001 - a refusal is what the board wants
+        pass
+    try:
+        return bytes(torch.from_file(path, size=16, dtype=torch.uint8).tolist())
+    except Exception:  # noqa: BLE001
+        return b""
+
+
+class Peek(Attack):
+    name, paper, family, scenarios = "peek", "none", "training", ("static/black-box/same",)
+
+    def run(self, knowledge, *, seed, progress):
+        if not _read("/attack/attack.py"):  # the probe works: its own source is readable
+            raise AttackError("PROBE BROKEN: cannot read its own source")
+        leaks = [p for p in FILES if _read(p)]
+        for folder in FOLDERS:
+            try:
+                if os.listdir(folder):
+                    leaks.append(folder)
+            except Exception:  # noqa: BLE001
+                pass
+        if leaks:
+            raise AttackError("LEAKED " + " ".join(leaks))
+        aux = knowledge.aux_data  # knowledge only: means of 8 aux images of a class (a copy of one would be refused)
+        x, y = aux.as_float(), torch.from_numpy(aux.labels.copy())
+        pick = [(i % knowledge.num_classes, i // knowledge.num_classes) for i in range(knowledge.target_size)]
+        images = torch.stack([x[y == c][8 * k:8 * k + 8].mean(0) for c, k in pick])
+        return Reconstruction(images, torch.tensor([c for c, _ in pick]))
+'''
+
+
+def test_hostile_own_attack_sees_neither_the_key_nor_the_weights_nor_the_private_output(board):
+    """An own attack reads (by Python and by native code) the key file, a copy of it inside the bound package (only
+    the run's `hiding` covers a .py name there), the draws' weight files, the package's sealed weights, the test
+    registry and lists the private output folder: it reads nothing, on every draw, and the sandbox's mount
+    arguments do not bind the key or the private output."""
+    from reconbench.core.tracks import embedded_file, sealed_draws
+    from reconbench.pipeline.isolation import parent, sandbox
+    from reconbench.pipeline.sealed_run import run
+    from reconbench.image.track_files import model_file
+
+    import reconbench
+
+    package = Path(reconbench.__file__).resolve().parent
+    inside = package / "_test_sealed_run_key.py"  # a key file as a .py inside a bound folder: only hiding() covers it
+    inside.write_text(board["key"].hex() + "\n")
+    try:
+        draws = sealed_draws(GROUP)
+        files = [str(board["key_file"]), str(inside), *(str(model_file(t)) for t in draws),
+                 str(embedded_file("fashion/sealed/fashion-n100-sealed-d0.safetensors")),
+                 str(board["home"] / "registry.json"), os.environ["RECONBENCH_REGISTRY"]]
+        out = board["out"]
+        out.mkdir()
+        (out / "earlier-run.txt").write_text("a private output of an earlier run")
+        sub = _own(board["subs"], "lab-e", "peek", PEEK.format(files=files, folders=[str(out), str(board["home"] / "data")]), "Peek")
+        # the mount arguments, as the run builds them: the key and the private output are covered where bound
+        box = sandbox.choose()
+        with sandbox.hiding([str(inside), str(out)]):
+            args = box.command(["python"], package=package, env={}, secrets=parent._secret_paths())
+        assert ["--ro-bind", "/dev/null", str(inside)] == args[args.index(str(inside)) - 2:args.index(str(inside)) + 1]
+        assert str(board["key_file"]) not in args and str(board["home"]) not in " ".join(args)
+        done = run(sub, board["key"], out=out, root=board["root"], seal_key_path=inside)
+        errors = {p.name: p.read_text() for p in done.out.glob("*.error.txt")}
+        assert errors == {} and all(d.status == "scored" for d in done.record.draws), errors
+        assert done.record.attack.source_sha256  # an own attack is named by its source's hash
+    finally:
+        inside.unlink()
+
+
+def test_a_failing_own_attack_s_message_is_kept_private(board):
+    """The attack's own error text could carry what it saw of the model: the record says only that it failed."""
+    from reconbench.pipeline.sealed_run import run
+
+    code = PEEK.format(files=["/attack/attack.py"], folders=[])  # reads its own source: "LEAKED /attack/attack.py"
+    done = run(_own(board["subs"], "lab-f", "loud", code, "Peek"), board["key"], out=board["out"], root=board["root"])
+    assert all(d.status == "failed" for d in done.record.draws) and done.record.tier is None
+    assert "LEAKED" not in done.path.read_text() and "AttackError" in done.record.draws[0].reason
+    assert "LEAKED" in next(done.out.glob("*.error.txt")).read_text()  # the board's private log has it

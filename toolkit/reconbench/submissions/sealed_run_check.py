@@ -130,3 +130,32 @@ def check_runs(root: Path) -> list[RunCheck]:
                 out.append(RunCheck(str(path), True, untrusted.line(
                     f"{path}: signed by the board; {record.tier or 'no verdict'} ({len(record.draws)} draws)")))
     return sorted(out, key=lambda c: c.path)
+
+
+def touched(root: Path, selected: list[Path] | None) -> bool:
+    """Whether a validation of these paths (None: everything) covers the run records."""
+    if selected is None:
+        return True
+    folder = os.path.abspath(Path(root) / RUNS_DIR)
+    return any(os.path.abspath(p) == os.path.abspath(root) or os.path.abspath(p).startswith(folder) for p in selected)
+
+
+def runs_report(root: Path, selected: list[Path] | None, console, summary: Path | None, quiet: bool = False) -> bool:
+    """`validate`'s part for the run records: one line per record that fails (and a count of those that pass);
+    True when all pass or none was selected."""
+    from reconbench.core.console import escape
+
+    if not touched(root, selected):
+        return True
+    found = check_runs(root)
+    if not found:
+        return True
+    bad = [c for c in found if not c.ok]
+    lines = [f"sealed run records: {len(found) - len(bad)} of {len(found)} pass"] + [f"FAIL {c.message}" for c in bad]
+    if not quiet:
+        for line in lines:
+            console.print(escape(line))
+    if summary is not None:
+        with open(summary, "a", encoding="utf-8") as f:
+            f.write("\n### Sealed run records\n\n" + "".join(f"- {line}\n" for line in lines))
+    return not bad

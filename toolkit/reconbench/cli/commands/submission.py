@@ -195,7 +195,10 @@ def register(app: typer.Typer) -> None:
                 f.write(render_markdown(report) + studies.render(study_reports, "markdown", console))
         if format != "json":  # json: merged into the one document above
             sys.stdout.write(studies.render(study_reports, format, console))
-        if not report.ok or not all(r.ok for r in study_reports):
+        from reconbench.submissions.sealed_run_check import runs_report
+
+        runs_ok = runs_report(root, selected, console, summary, quiet=format == "json")  # the board's sealed run records
+        if not report.ok or not all(r.ok for r in study_reports) or not runs_ok:
             raise typer.Exit(1)
 
     @app.command()
