@@ -17,6 +17,7 @@ USER_ERROR_CLASSES: dict[str, tuple[str, ...]] = {
     "reconbench.core.attack_source": ("SourceError",),
     "reconbench.core.hub": ("HubError",),
     "reconbench.core.io": ("FileFormatError",),
+    "reconbench.core.seal": ("SealError",),
     "reconbench.image.knowledge": ("KnowledgeError",),
     "reconbench.image.results": ("ResultError",),
     "reconbench.core.signing": ("SigningError",),

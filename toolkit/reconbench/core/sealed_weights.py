@@ -86,3 +86,35 @@ def opening(master_key: bytes):
 def current_key() -> bytes | None:
     """The board's key while `opening` is in effect, else None."""
     return _OPENED.get()
+
+
+# After a season's reveal its key is public, but the master (the CI secret) never is: `seal verify` opens
+# the season's draws with the season key alone.
+_SEASONS = contextvars.ContextVar("reconbench_sealed_season_keys", default=None)
+
+
+@contextlib.contextmanager
+def opening_season(season: str, key: bytes):
+    """Within this block, the draws of `season` open with that season's key (core/seal.season_key)."""
+    token = _SEASONS.set({**(_SEASONS.get() or {}), season: key})
+    try:
+        yield
+    finally:
+        _SEASONS.reset(token)
+
+
+def season_key_in_context(season: str) -> bytes | None:
+    """The key of `season` in effect: a revealed season key (`opening_season`), else derived from the board's
+    master key (`opening`), else None (outside the board's sealed run: the draw stays sealed)."""
+    from reconbench.core.seal import season_key
+
+    given = (_SEASONS.get() or {}).get(season)
+    if given is not None:
+        return given
+    master = _OPENED.get()
+    return None if master is None else season_key(master, season)
+
+
+def label(track_id: str, role: str) -> str:
+    """The AES-GCM label of a draw's file: "<track id>/<role>" (role: model, gradients, updated_model)."""
+    return f"{track_id}/{role}"

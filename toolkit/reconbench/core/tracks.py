@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from reconbench.core.scenario import DEFAULT_QUERY_BUDGET, Scenario
 
@@ -131,14 +131,48 @@ class SealedObservation(BaseModel):
     updated_model_sha256: str
 
 
-class Seal(BaseModel):
-    """A sealed track's draw (reconbench.core.seal): which half of a public pool of 2n images the model
-    trained on was drawn from the board's secret key; only the pool's hash and a commitment are public.
-    The target set the board scores against publicly is the whole pool (nearest pool item); the
-    membership gap and the extraction count need the key and are scored at validation."""
+SHA256_HEX = r"^[0-9a-f]{64}$"
+SEALED_ROLES = ("model", "gradients", "updated_model")  # a v2 draw's encrypted files (core/sealed_weights labels)
+
+
+class SealedFile(BaseModel):
+    """One encrypted weight file of a v2 draw (core/sealed_weights.py): what ships is the ciphertext, pinned by
+    its own hash (anyone checks the shipped bytes), and the plaintext's hash, checked after decryption inside
+    the board's sealed run and by `seal verify` after the reveal. Its AES-GCM label is "<track id>/<role>"."""
 
     model_config = ConfigDict(extra="forbid")
 
+    file: str = Field(pattern=r"^fashion/sealed/[A-Za-z0-9._-]+\.sealed$")  # inside the package's data folder
+    sha256: str = Field(pattern=SHA256_HEX)  # of the ciphertext
+    plain_sha256: str = Field(pattern=SHA256_HEX)  # of the decrypted safetensors bytes
+
+
+class Seal(BaseModel):
+    """A sealed track's draw (reconbench.core.seal), in one of two schemes.
+
+    v1 (season 2026-s1, burned): which half of a public pool of 2n images (the sealed block's first 2n) the
+    model trained on was drawn from the board's key; the model and the pool's hash are public. The model's
+    loss on its public pool tells its members apart (issue 43), so these draws are public practice draws.
+
+    v2 (2026-s2 on): the pool itself is drawn from the whole sealed block with the season's key
+    (core/seal.block_draw: per class `per_class[c]` members and as many non-members), and the draw's
+    weight files ship only encrypted (`files`, core/sealed_weights.py): nothing public but the block, the
+    recipe and the hashes below. `commitment` is core/seal.commitment_v2 over `block_sha256` (the sealed
+    block in the dataset's view, fashion_splits.sealed_block), the pool's block indices and the membership.
+    A v2 row publishes no hash of the pool (`pool_sha256` None, no target/update set hash): an unsalted hash
+    of the pool would let anyone test a guessed pool offline, and the commitment, salted with a secret
+    nonce, already binds the pool and its membership; inside the board's run the pool is checked by opening
+    that commitment. The plaintext weights' hashes stay public (`target_model_sha256`, `plain_sha256`): they
+    only confirm a complete guess of the member set, one training or fine-tune per guess, among at least
+    C(486, n_c) choices per class (the smallest twin, u8: 486^8 ~ 3e21 update sets), and they let anyone
+    check the decrypted files after the reveal.
+
+    The target set the board scores against is the whole pool (nearest pool item); the membership gap and
+    the extraction count need the key."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scheme: Literal["v1", "v2"] = "v1"
     group: str  # the sealed twin (e.g. fashion-n100-sealed): its draws are the tracks <group>-d<i>
     draw: int = Field(ge=0)
     draws: int = Field(ge=1, description="K: independent draws of the twin, each a model trained on its own half")
@@ -146,10 +180,33 @@ class Seal(BaseModel):
     season: str
     reveal_after: str  # ISO date: when the season's key is published (recon-submit seal reveal)
     pool_size: int
-    pool_sha256: str  # content hash of the pool (= the track's target_set_sha256)
-    commitment: str  # core/seal.commitment of this draw
+    pool_sha256: str | None = None  # v1: content hash of the public pool (= the track's target_set_sha256); v2: None
+    commitment: str  # core/seal.commitment (v1) or commitment_v2 (v2) of this draw
     record_signer: str | None = None  # core/seal.record_signer_public: the key CI's sealed.json records are signed by
-    observation: SealedObservation | None = None  # an update twin's published observation
+    observation: SealedObservation | None = None  # v1 update twin: its published (plaintext) observation
+    block_sha256: str | None = Field(None, pattern=SHA256_HEX)  # v2: the sealed block the pool is drawn from
+    per_class: dict[int, int] | None = None  # v2: members per class (the open twin's target or update set's counts)
+    files: dict[str, SealedFile] = Field(default_factory=dict)  # v2: role (SEALED_ROLES) -> its encrypted file
+
+    @model_validator(mode="after")
+    def _one_scheme(self) -> "Seal":
+        if self.scheme == "v1":
+            if self.pool_sha256 is None:
+                raise ValueError("a v1 seal pins its public pool (pool_sha256)")
+            if self.block_sha256 is not None or self.per_class is not None or self.files:
+                raise ValueError("block_sha256, per_class and files belong to scheme v2")
+            return self
+        if self.pool_sha256 is not None or self.observation is not None:
+            raise ValueError("a v2 seal publishes no pool hash and no plaintext observation (its files are encrypted)")
+        if self.block_sha256 is None or not self.per_class:
+            raise ValueError("a v2 seal names the block it draws from (block_sha256) and its per-class counts")
+        if 2 * sum(self.per_class.values()) != self.pool_size or min(self.per_class.values()) < 1:
+            raise ValueError(f"a v2 seal's pool_size {self.pool_size} is not twice its per-class counts' sum")
+        unknown = set(self.files) - set(SEALED_ROLES)
+        if unknown or not ({"model"} <= set(self.files) or {"gradients", "updated_model"} <= set(self.files)):
+            raise ValueError(f"a v2 seal's files are its encrypted model, or an update twin's gradients and "
+                             f"updated_model (roles {', '.join(SEALED_ROLES)}); got {', '.join(sorted(self.files)) or 'none'}")
+        return self
 
 
 class Track(BaseModel):

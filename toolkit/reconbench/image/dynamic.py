@@ -186,6 +186,8 @@ def observed_update(track: Track, before, device="cpu"):
     from reconbench.core.tracks import TrackError, embedded_file
     from reconbench.image.models import load_model
 
+    if track.seal is not None and track.seal.scheme == "v2":  # encrypted: opened in memory in the board's run
+        return _sealed_observation(track, before, device)
     seen = track.seal.observation if track.seal is not None else None
     if seen is None:
         raise TrackError(f"track '{track.id}' is a sealed update twin but publishes no observation")
@@ -203,6 +205,30 @@ def observed_update(track: Track, before, device="cpu"):
     batches = int(arrays["batch_sizes"].size)
     grads = tuple(tuple(torch.from_numpy(arrays[f"{b}/{n}"]).to(device) for n in names) for b in range(batches))
     after = load_model(track.architecture, paths["updated model"], device=device, **track.arch_kwargs)
+    return ObservedGradients(parameter_names=names, gradients=grads,
+                             batch_sizes=tuple(int(v) for v in arrays["batch_sizes"])), after
+
+
+def _sealed_observation(track: Track, before, device="cpu"):
+    """observed_update of a v2 update twin: its gradients and updated model decrypted in memory with the key in
+    context (image/sealed.open_weights checks both hashes); outside the board's run, the one sealed line."""
+    from safetensors.numpy import load as load_arrays_bytes
+
+    from reconbench.core.io import FileFormatError
+    from reconbench.image.models.registry import load_model_bytes
+    from reconbench.image.sealed import open_weights, require_opened
+
+    require_opened(track)
+    plain = open_weights(track, "gradients")
+    try:
+        arrays = load_arrays_bytes(plain)
+    except Exception as exc:  # noqa: BLE001 - safetensors raises its own error types on bad bytes
+        raise FileFormatError(f"{track.id}/gradients (decrypted): not a valid safetensors file ({exc})") from None
+    names = tuple(name for name, _ in before.named_parameters())
+    batches = int(arrays["batch_sizes"].size)
+    grads = tuple(tuple(torch.from_numpy(arrays[f"{b}/{n}"]).to(device) for n in names) for b in range(batches))
+    after = load_model_bytes(track.architecture, open_weights(track, "updated_model"),
+                             f"{track.id}/updated_model (decrypted)", device=device, **track.arch_kwargs)
     return ObservedGradients(parameter_names=names, gradients=grads,
                              batch_sizes=tuple(int(v) for v in arrays["batch_sizes"])), after
 

@@ -45,7 +45,7 @@ from reconbench.image.results import (
 from reconbench.core.scenario import Scenario
 from reconbench.core.signing import check_key_file, load_private_key, sign_payload
 from reconbench.core.tracks import Track, get_track
-from reconbench.image.track_files import load_splits, model_file, sha256_bytes, track_holdout
+from reconbench.image.track_files import load_splits, target_model_sha256, track_holdout
 
 DEFAULT_TRACK = "digits"
 # What the evaluator imports after the attack has run (scoring, the Hub for weights and target
@@ -288,7 +288,7 @@ def evaluate(
             source_sha256=source.sha256 if source else None,
         ),
         target=TargetIdentity(
-            model_sha256=sha256_bytes(model_file(track).read_bytes()),
+            model_sha256=target_model_sha256(track),
             target_set_sha256=target.sha256,
         ),
         metrics=report.metrics,

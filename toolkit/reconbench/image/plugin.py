@@ -39,7 +39,11 @@ def owns_attack(name: str) -> bool:
 def check_track(track_id: str) -> None:
     from reconbench.core.tracks import get_track
 
-    get_track(track_id)  # TrackError: unknown (with the nearest ids), before torch and the attack load
+    track = get_track(track_id)  # TrackError: unknown (with the nearest ids), before torch and the attack load
+    if track.seal is not None and track.seal.scheme == "v2":  # a board-run draw: refused outside the board's run
+        from reconbench.image.sealed import require_opened
+
+        require_opened(track)
 
 
 def load_attack(name: str) -> type:

@@ -96,7 +96,7 @@ def sealed_numbers(track: Track, key: bytes, images: np.ndarray, labels: np.ndar
     from reconbench.image.metrics.pixel import MSEKernel
     from reconbench.image.metrics.ssim import SSIMKernel
 
-    whole, inside = pool(track), members(track, key)
+    whole, inside = pool(track, key), members(track, key)
     mem, non = whole.subset(np.flatnonzero(inside)), whole.subset(np.flatnonzero(~inside))
     rec = torch.from_numpy(np.ascontiguousarray(images))
     shape = tuple(track.input_shape)

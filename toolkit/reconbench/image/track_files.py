@@ -96,6 +96,12 @@ def track_holdout(track: Track, dynamic: bool = False) -> ArraySet | None:
 
 def model_file(track: Track) -> Path:
     track.require_runnable()
+    if track.seal is not None and track.seal.scheme == "v2" and "model" in track.seal.files:
+        from reconbench.image.sealed import require_opened
+
+        require_opened(track)  # outside the board's run: the one line that says the draw is sealed
+        raise TrackError(f"track '{track.id}': a v2 draw's model has no plaintext file; it is opened in memory "
+                         "(track_files.load_target_model)")
     if track.source is None:
         raise TrackError(f"track '{track.id}' names no source for its target model")
     if track.source.kind == "embedded":
@@ -111,9 +117,29 @@ def model_file(track: Track) -> Path:
 
 
 def load_target_model(track: Track, device: str | torch.device = "cpu") -> nn.Module:
+    """The track's target model, hash-checked. A v2 draw's is decrypted in memory with the key in context
+    (image/sealed.open_weights; refused outside the board's sealed run); an update twin's model before the
+    update is its open twin's, public."""
     from reconbench.image.models import load_model
 
+    if track.seal is not None and track.seal.scheme == "v2" and "model" in track.seal.files:
+        from reconbench.image.models.registry import load_model_bytes
+        from reconbench.image.sealed import open_weights, require_opened
+
+        require_opened(track)
+        plain = open_weights(track, "model")
+        _check("target model", track.seal.files["model"].file, sha256_bytes(plain), track.target_model_sha256)
+        return load_model_bytes(track.architecture, plain, f"{track.id}/model (decrypted)", device=device,
+                                **track.arch_kwargs)
     return load_model(track.architecture, model_file(track), device=device, **track.arch_kwargs)
+
+
+def target_model_sha256(track: Track) -> str:
+    """The sha256 of the track's target model as a result names it: the file's, or for a v2 draw the plaintext
+    hash the registry pins (load_target_model checked the decrypted bytes against it)."""
+    if track.seal is not None and track.seal.scheme == "v2" and "model" in track.seal.files:
+        return str(track.target_model_sha256)
+    return sha256_bytes(model_file(track).read_bytes())
 
 
 def public_pool(track: Track) -> np.ndarray:
@@ -121,6 +147,10 @@ def public_pool(track: Track) -> np.ndarray:
     the pool the copy and near-copy rules compare reconstructions with."""
     import numpy as np
 
+    if track.seal is not None and track.seal.scheme == "v2":  # the pool is secret, the whole block is public
+        from reconbench.image.sealed import public_images
+
+        return public_images(track)
     splits = load_splits(track)
     # update_holdout is drawn from holdout (data/arrays.py), so holdout covers both
     parts = [splits.target, splits.update, splits.aux_same, splits.test, splits.holdout, splits.aux_similar]

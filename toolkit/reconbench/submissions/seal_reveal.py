@@ -8,6 +8,17 @@ writes the key with the commitments it opens. `verify` reads such a file, opens 
 its season in the registry, and recomputes every sealed entry's numbers from its reconstructions
 (image/sealed.record), comparing them with the sealed.json the board published; on an update twin it
 also recomputes each draw's published observation from the members (image/sealed_scores.observation_matches).
+
+A v2 season (2026-s2 on) is revealed by its SEASON key (core/seal.season_key of the board's key), never the
+board's key itself, from which every season's key derives: `reveal` takes the board's key, checks that the
+derived season key opens every commitment, and publishes only the season key. `verify` then opens every
+commitment with it, decrypts every encrypted weight file in memory and checks its plaintext hash against the
+registry (image/sealed.open_weights), and recomputes each update twin's observation from the members. The
+board's sealed run records (core/sealed_runs.py) are recomputed by the `hooks` the caller hands in: each is
+called as hook(season_key, season, root, tracks) and returns more Verified lines.
+
+Season 2026-s1 (v1) was sealed with the board's key itself, so its key is never revealed while a v2 season
+derives from it (`reveal` refuses): 2026-s1 is burned, its membership public anyway (core/seasons.py).
 """
 
 from __future__ import annotations
@@ -17,15 +28,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reconbench.core.seal import SCHEME, SealError
-from reconbench.core.tracks import all_tracks
+from reconbench.core.tracks import TrackError, all_tracks
 
 
 def sealed_tracks(season: str | None = None) -> list:
     return [t for t in all_tracks() if t.seal is not None and (season is None or t.seal.season == season)]
 
 
+def is_v2(season: str) -> bool:
+    tracks = sealed_tracks(season)
+    return bool(tracks) and all(t.seal.scheme == "v2" for t in tracks)
+
+
 def open_season(key: bytes, season: str) -> dict[str, str]:
-    """track id -> commitment, for every draw of the season, after the key has opened each one."""
+    """track id -> commitment, for every draw of the season, after the key has opened each one (v2: the key is
+    the season's, or the board's from which it derives)."""
     from reconbench.image.sealed import members
 
     tracks = sealed_tracks(season)
@@ -36,10 +53,42 @@ def open_season(key: bytes, season: str) -> dict[str, str]:
     return {t.id: t.seal.commitment for t in tracks}
 
 
-def reveal(key: bytes, season: str, out: Path) -> dict:
-    from reconbench.core.io import atomic_path
+def _derives_a_v2_season(key: bytes) -> str | None:
+    """The v2 season whose key derives from `key`, if any (one draw per season is opened to tell)."""
+    from reconbench.core.seal import season_key
+    from reconbench.image.sealed import opened_draw
 
-    document = {"scheme": SCHEME, "season": season, "key": key.hex(), "commitments": open_season(key, season)}
+    firsts = {}
+    for t in sealed_tracks():
+        if t.seal.scheme == "v2":
+            firsts.setdefault(t.seal.season, t)
+    for season, track in sorted(firsts.items()):
+        try:
+            opened_draw(track, season_key(key, season))
+            return season
+        except SealError:
+            continue
+    return None
+
+
+def reveal(key: bytes, season: str, out: Path) -> dict:
+    """Write the reveal file of `season`. `key` is the board's key; a v2 season publishes the season key derived
+    from it, never `key` itself."""
+    from reconbench.core.io import atomic_path
+    from reconbench.core.seal import SCHEME_V2, season_key
+
+    if is_v2(season):
+        published = season_key(key, season)
+        commitments = open_season(published, season)
+        scheme = SCHEME_V2
+    else:
+        derived = _derives_a_v2_season(key)
+        if derived is not None:
+            raise SealError(f"season '{season}' was sealed with the board's key itself, from which season "
+                            f"{derived}'s key derives: revealing it would open {derived}. It is never revealed "
+                            "(a burned season's membership is public anyway)")
+        commitments, published, scheme = open_season(key, season), key, SCHEME
+    document = {"scheme": scheme, "season": season, "key": published.hex(), "commitments": commitments}
     with atomic_path(out) as tmp:
         tmp.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return document
@@ -60,14 +109,18 @@ class Verified:
     message: str
 
 
-def verify(key: bytes, season: str, root: Path, runs_out: Path | None = None) -> tuple[dict[str, str], list[Verified]]:
-    """Open the season's commitments, then recompute every published sealed.json under `root`, and with `runs_out`
-    (the board's private output of its sealed runs, published after the reveal) every run record's numbers."""
+def verify(key: bytes, season: str, root: Path, hooks=(), runs_out: Path | None = None) -> tuple[dict[str, str], list[Verified]]:
+    """Open the season's commitments, then recompute every published sealed.json under `root` (v1), decrypt and
+    check every encrypted file (v2), recompute every update twin's observation, and run `hooks` (the board's
+    sealed run records: hook(key, season, root, tracks) -> list[Verified]); with `runs_out` (the board's output of
+    its sealed runs, published after the reveal), recompute every run record of the season from it (verify_runs)."""
     from reconbench.core.io import load_arrays
     from reconbench.core.sealed_records import unsigned
+    from reconbench.core.sealed_weights import opening_season
     from reconbench.core.signing import canonical
     from reconbench.image import sealed_scores as sealed
     from reconbench.image.results import parse_result_json
+    from reconbench.image.sealed import open_weights
     from reconbench.submissions.layout import RECONSTRUCTIONS_FILE, RESULT_FILE, SEALED_FILE
 
     import hashlib
@@ -75,24 +128,37 @@ def verify(key: bytes, season: str, root: Path, runs_out: Path | None = None) ->
     opened = open_season(key, season)
     tracks = {t.id: t for t in sealed_tracks(season)}
     out = []
-    for path in sorted(Path(root).glob(f"*/*/{SEALED_FILE}")):
-        published = json.loads(path.read_text(encoding="utf-8"))
-        if published.get("track") not in tracks:
-            continue
-        result = parse_result_json(path.parent / RESULT_FILE)
-        arrays = load_arrays(path.parent / RECONSTRUCTIONS_FILE)
-        payload_sha = hashlib.sha256(canonical(result.payload.model_dump(mode="json"))).hexdigest()
-        fresh = sealed.record(tracks[published["track"]], key, result.payload.entry_id, payload_sha,
-                              arrays["images"], arrays["labels"])
-        ok = sealed.same_numbers(unsigned(published), fresh)
-        out.append(Verified(str(path.parent), ok, "recomputed: equal" if ok else "recomputed: DIFFERS from sealed.json"))
-    for track in tracks.values():  # an update twin's published observation: the update of the committed members
-        if track.seal.observation is not None:
-            ok = sealed.observation_matches(track, key)
-            out.append(Verified(f"{track.id} observation", ok, "recomputed from the members: equal" if ok else
-                                "recomputed from the members: DIFFERS from the published gradient or updated model"))
-    if runs_out is not None:
-        out += verify_runs(key, season, root, Path(runs_out))
+    with opening_season(season, key):  # v2 draws open with the revealed season key alone
+        for path in sorted(Path(root).glob(f"*/*/{SEALED_FILE}")):
+            published = json.loads(path.read_text(encoding="utf-8"))
+            if published.get("track") not in tracks:
+                continue
+            result = parse_result_json(path.parent / RESULT_FILE)
+            arrays = load_arrays(path.parent / RECONSTRUCTIONS_FILE)
+            payload_sha = hashlib.sha256(canonical(result.payload.model_dump(mode="json"))).hexdigest()
+            fresh = sealed.record(tracks[published["track"]], key, result.payload.entry_id, payload_sha,
+                                  arrays["images"], arrays["labels"])
+            ok = sealed.same_numbers(unsigned(published), fresh)
+            out.append(Verified(str(path.parent), ok, "recomputed: equal" if ok else "recomputed: DIFFERS from sealed.json"))
+        for track in tracks.values():  # a v2 draw's encrypted files: each opens and is the plaintext the row pins
+            for role in sorted(track.seal.files):
+                try:
+                    open_weights(track, role, key)
+                    out.append(Verified(f"{track.id} {role}", True, "decrypted: the plaintext's sha256 is the registry's"))
+                except (SealError, TrackError) as exc:
+                    out.append(Verified(f"{track.id} {role}", False, f"does not decrypt to the pinned file: {exc}"))
+        for track in tracks.values():  # an update twin's published observation: the update of the committed members
+            if track.seal.observation is not None or {"gradients", "updated_model"} <= set(track.seal.files):
+                try:
+                    ok = sealed.observation_matches(track, key)
+                except (SealError, TrackError):
+                    ok = False
+                out.append(Verified(f"{track.id} observation", ok, "recomputed from the members: equal" if ok else
+                                    "recomputed from the members: DIFFERS from the published gradient or updated model"))
+        for hook in hooks:
+            out.extend(hook(key, season, Path(root), dict(tracks)))
+        if runs_out is not None:
+            out += verify_runs(key, season, root, Path(runs_out))
     return opened, out
 
 

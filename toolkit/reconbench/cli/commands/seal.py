@@ -122,7 +122,7 @@ def verify(
 
     try:
         key, season = read_reveal(reveal_file)
-        opened, entries = check(key, season, root, runs_out)
+        opened, entries = check(key, season, root, runs_out=runs_out)
     except SealError as exc:
         fail(str(exc))
     console.print(f"season {escape(season)}: the key opens all {len(opened)} commitments")

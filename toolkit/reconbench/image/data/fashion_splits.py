@@ -14,9 +14,11 @@ starting at a multiple of ten, so the first k images of any two blocks have the 
     spare               70  unused (keeps the later blocks where the shipped weights were trained)
     evaluator       10,000  the evaluation classifier's training set (disjoint from all the above)
     aux              5,000  same-distribution auxiliary data handed to attackers
-    sealed           4,860  the sealed twins' pools: 2n images, the first 2n of the block (nested and
-                            class-balanced like the target block); which half is the members is drawn
-                            from the board's secret key (reconbench.core.seal), never from this seed
+    sealed           4,860  the sealed twins' pools. Season 2026-s1 (scheme v1): 2n images, the first 2n
+                            of the block, which half is the members drawn from the board's key. From
+                            2026-s2 (v2): the pool itself, per class n_c members and n_c non-members,
+                            is drawn from the whole block with the season's key (`sealed_block`,
+                            core/seal.block_draw), never from this seed
 
 The official 10,000 test images are the test split (accuracy only). Three datasets read the layout:
 
@@ -141,6 +143,17 @@ def sealed_pool(dataset: str, train_size: int) -> ArraySet:
 
     view, train = _view(dataset), fashion_mnist()["train"]
     return view.arrays(train, _first(view, train.labels, "sealed", 2 * train_size))
+
+
+def sealed_block(dataset: str) -> ArraySet:
+    """The whole sealed block in the dataset's view, in source order (View.arrays sorts): what a v2 draw's pool
+    is drawn from (core/seal.block_draw's indices point into it; its sha256 is a v2 row's block_sha256).
+    Public, like every block: only which of its items form a draw's pool, and which of those are members,
+    is the season key's secret."""
+    from reconbench.image.data.fashion import fashion_mnist
+
+    view, train = _view(dataset), fashion_mnist()["train"]
+    return view.arrays(train, view.keep(train.labels, layout()["sealed"]))
 
 
 UPDATE_POOL_STARTS = (4_720, 4_790)  # the sealed block's last 140 images: past every static twin's pool

@@ -51,6 +51,23 @@ def save_model(model: nn.Module, path: Path, metadata: dict[str, str] | None = N
         sort_safetensors_metadata(tmp)
 
 
+def load_model_bytes(arch: str, data: bytes, where: str, device: str | torch.device = "cpu", **kwargs) -> nn.Module:
+    """load_model from safetensors bytes in memory (a sealed draw's decrypted weights: never written to a file)."""
+    from safetensors.torch import load as load_bytes
+
+    try:
+        state = load_bytes(data)
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise FileFormatError(f"{where}: not a valid safetensors file ({exc})") from None
+    model = build_model(arch, **kwargs)
+    try:
+        model.load_state_dict(state, strict=True)
+    except RuntimeError as exc:
+        first = str(exc).splitlines()[0]
+        raise FileFormatError(f"{where}: weights do not fit architecture '{arch}': {first}") from None
+    return model.to(device).eval()
+
+
 def load_model(arch: str, path: Path, device: str | torch.device = "cpu", **kwargs) -> nn.Module:
     """Build `arch` and load its weights from a safetensors file; the model is returned in eval mode."""
     path = Path(path)
