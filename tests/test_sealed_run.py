@@ -2,8 +2,9 @@
 of the twin in the sandbox, scores it with the key and signs one record of numbers; validation checks the
 records without the key; after the reveal anyone recomputes them from the board's published output.
 
-Everything uses a throwaway key: a tiny season ("test-season", 2 draws of fashion-n100's sealed twin, models
-trained in seconds) in a registry of the test's own (RECONBENCH_REGISTRY), the data in a temporary folder.
+Everything uses a throwaway key: a tiny season 2026-s2 (scheme v2: 2 draws of fashion-n100's sealed twin, models
+trained in seconds, kept encrypted) in a registry of the test's own (RECONBENCH_REGISTRY), its files in a
+temporary folder (image/sealed.sealed_path pointed there).
 """
 
 from __future__ import annotations
@@ -21,42 +22,42 @@ import pytest
 from reconbench.core.seal import new_key
 
 ATTACKS = Path(__file__).parent / "attacks"
-GROUP = "fashion-n100-sealed"
-SEASON = "test-season"
+GROUP = "fashion-n100-sealed-s2"
+SEASON = "2026-s2"
 DRAWS = 2
 FAST = {"iterations": 40}  # mi-face: a few seconds per draw
 
 
 @pytest.fixture(scope="module")
 def season(tmp_path_factory):
-    """A throwaway-key season of DRAWS draws of fashion-n100-sealed: home, key file, key, registry file."""
+    """A throwaway season 2026-s2 of DRAWS draws of fashion-n100-sealed-s2 (v2: pools drawn from the whole sealed
+    block, weights encrypted): home, key file, master key, registry file."""
     from reconbench.core.tracks import SEALED_FILE, get_track, registry_path
-    from reconbench.image.models.sealed_registry import SEALED, draw_row
+    from reconbench.image.models.sealed_registry import SEALED, draw_row_v2
     from reconbench.image.models.training import TrainConfig
 
     home = tmp_path_factory.mktemp("sealed-run")
     key = bytes.fromhex(new_key())
     (home / "seal.key").write_text(key.hex() + "\n")
-    shipped = json.loads(registry_path().with_name(SEALED_FILE).read_text())["tracks"]
-    rows = []
-    for d in range(DRAWS):
-        row = draw_row(SEALED[GROUP], d, DRAWS, key, home / "data", config=TrainConfig(epochs=20, batch_size=64, lr=1e-3, seed=0),
-                       season=SEASON, reveal_after="2000-01-01")
-        row["source"]["model_file"] = str(home / "data" / row["source"]["model_file"])  # never the package's data folder
-        row["near_copy"] = next(t["near_copy"] for t in shipped if t["seal"]["group"] == GROUP)
-        rows.append(row)
+    fast = TrainConfig(epochs=20, batch_size=64, lr=1e-3, seed=0)
+    rows = [draw_row_v2(SEALED["fashion-n100-sealed"], d, DRAWS, key, home / "data", config=fast) for d in range(DRAWS)]
+    assert {r["seal"]["group"] for r in rows} == {GROUP} and {r["seal"]["season"] for r in rows} == {SEASON}
     opened = get_track("fashion-n100").model_dump(mode="json", exclude_none=True)
+    shipped = json.loads(registry_path().with_name(SEALED_FILE).read_text())["tracks"]
+    practice = [t for t in shipped if t["seal"]["group"] == "fashion-n100-sealed"]  # the burned season's twin
     registry = home / "registry.json"
-    registry.write_text(json.dumps({"schema_version": 1, "tracks": [opened, *rows]}))
+    registry.write_text(json.dumps({"schema_version": 1, "tracks": [opened, *practice, *rows]}))
     return home, home / "seal.key", key, registry
 
 
 @pytest.fixture
 def board(season, monkeypatch, tmp_path):
-    """The season's registry in force, the sandbox required, and a fresh board: submissions root, private out."""
+    """The season's registry in force (its encrypted files in the test's data folder), the sandbox required, and a
+    fresh board: submissions root, private out."""
     home, key_file, key, registry = season
     monkeypatch.setenv("RECONBENCH_REGISTRY", str(registry))
     monkeypatch.setenv("RECONBENCH_SANDBOX", "bubblewrap")
+    monkeypatch.setattr("reconbench.image.sealed.sealed_path", lambda name: home / "data" / name)
     root, out, subs = tmp_path / "submissions", tmp_path / "private", tmp_path / "sealed-submissions"
     root.mkdir()
     return dict(home=home, key_file=key_file, key=key, root=root, out=out, subs=subs)
@@ -290,13 +291,12 @@ class Peek(Attack):
 
 def test_hostile_own_attack_sees_neither_the_key_nor_the_weights_nor_the_private_output(board):
     """An own attack reads (by Python and by native code) the key file, a copy of it inside the bound package (only
-    the run's `hiding` covers a .py name there), the draws' weight files, the package's sealed weights, the test
-    registry and lists the private output folder: it reads nothing, on every draw, and the sandbox's mount
-    arguments do not bind the key or the private output."""
+    the run's `hiding` covers a .py name there), the draws' encrypted weight files, the package's sealed folder, the
+    test registry, and lists the private output folder and the data folder: it reads nothing, on every draw, and
+    the sandbox's mount arguments do not bind the key or the private output."""
     from reconbench.core.tracks import embedded_file, sealed_draws
     from reconbench.pipeline.isolation import parent, sandbox
     from reconbench.pipeline.sealed_run import run
-    from reconbench.image.track_files import model_file
 
     import reconbench
 
@@ -305,7 +305,9 @@ def test_hostile_own_attack_sees_neither_the_key_nor_the_weights_nor_the_private
     inside.write_text(board["key"].hex() + "\n")
     try:
         draws = sealed_draws(GROUP)
-        files = [str(board["key_file"]), str(inside), *(str(model_file(t)) for t in draws),
+        encrypted = [t.seal.files["model"].file for t in draws]
+        files = [str(board["key_file"]), str(inside), *(str(board["home"] / "data" / f) for f in encrypted),
+                 *(str(embedded_file(f)) for f in encrypted),  # the package's sealed folder (the shipped season's files)
                  str(embedded_file("fashion/sealed/fashion-n100-sealed-d0.safetensors")),
                  str(board["home"] / "registry.json"), os.environ["RECONBENCH_REGISTRY"]]
         out = board["out"]
@@ -335,3 +337,164 @@ def test_a_failing_own_attack_s_message_is_kept_private(board):
     assert all(d.status == "failed" for d in done.record.draws) and done.record.tier is None
     assert "LEAKED" not in done.path.read_text() and "AttackError" in done.record.draws[0].reason
     assert "LEAKED" in next(done.out.glob("*.error.txt")).read_text()  # the board's private log has it
+
+
+def _bad(board, case: str) -> Path:
+    """A hostile or broken sealed submission (see test_a_sealed_submission_is_parsed_strictly)."""
+    subs = board["subs"]
+    good = REGISTERED
+    own = f'twin = "{GROUP}"\nscenario = "static/black-box/same"\n\n[attack]\nfile = "attack.py"\nclass = "Peek"\n'
+    code = PEEK.format(files=[], folders=[])
+    if case == "unknown key":
+        return _submission(subs, "lab", "r", "foo = 1\n" + good)
+    if case == "team name":
+        return _submission(subs, "Lab_A", "r", good)
+    if case == "season folder":
+        return _submission(subs, "lab", "r", good, season="2026 s2")
+    if case == "linked run":
+        real = _submission(subs, "lab", "real", good)
+        (subs / SEASON / "lab" / "r").symlink_to(real.parent)
+        return subs / SEASON / "lab" / "r" / "submission.toml"
+    if case == "linked file":
+        real = _submission(subs, "lab", "real", good)
+        (subs / SEASON / "lab" / "r").mkdir()
+        (subs / SEASON / "lab" / "r" / "submission.toml").symlink_to(real)
+        return subs / SEASON / "lab" / "r" / "submission.toml"
+    if case == "oversize":
+        return _submission(subs, "lab", "r", good + "#" * 20_000 + "\n")
+    if case == "not utf-8":
+        path = _submission(subs, "lab", "r", "")
+        path.write_bytes(b'twin = "\xff"\n')
+        return path
+    if case == "not toml":
+        return _submission(subs, "lab", "r", "twin = \n")
+    if case == "both attacks":
+        return _submission(subs, "lab", "r", good.replace('name = "mi-face"', 'name = "mi-face"\nfile = "a.py"\nclass = "A"'))
+    if case == "unknown attack":
+        return _submission(subs, "lab", "r", good.replace('"mi-face"', '"mi-face2"'))
+    if case == "bad option":
+        return _submission(subs, "lab", "r", good.replace("iterations = 40", "iterations = -5"))
+    if case == "nested option":
+        return _submission(subs, "lab", "r", good + "[options.deep]\nx = 1\n")
+    if case == "budget":
+        return _submission(subs, "lab", "r", good.replace('"quick"', '"huge"'))
+    if case == "seed":
+        return _submission(subs, "lab", "r", good.replace("seed = 0", "seed = -1"))
+    if case == "scenario":
+        return _submission(subs, "lab", "r", good.replace("static/white-box/none", "dynamic/white-box/none"))
+    if case == "other season's twin":
+        return _submission(subs, "lab", "r", good.replace(GROUP, "fashion-n100-sealed"))
+    if case == "burned season":
+        return _submission(subs, "lab", "r", good.replace(GROUP, "fashion-n100-sealed"), season="2026-s1")
+    if case == "not a twin":
+        return _submission(subs, "lab", "r", good.replace(GROUP, "fashion-n100"))
+    if case in ("dotdot file", "sub file"):
+        path = _submission(subs, "lab", "r", own.replace('"attack.py"', '"../x.py"' if case == "dotdot file" else '"sub/x.py"'))
+        (path.parent / "attack").mkdir()
+        return path
+    path = _submission(subs, "lab", "r", own)
+    folder = path.parent / "attack"
+    if case == "linked folder":
+        (path.parent / "elsewhere").mkdir()
+        (path.parent / "elsewhere" / "attack.py").write_text(code)
+        folder.symlink_to(path.parent / "elsewhere")
+        return path
+    folder.mkdir()
+    (folder / "attack.py").write_text(code)
+    if case == "data file":
+        (folder / "pool.bin").write_bytes(b"\0" * 100)
+    elif case == "unused file":
+        (folder / "stash.py").write_text("DATA = 1\n")
+    elif case == "over the cap":  # three imported modules of 100 KiB: over 256 KiB together
+        for i in range(3):
+            (folder / f"part{i}.py").write_text(f"# {'x' * 100_000}\n")
+        (folder / "attack.py").write_text("import part0\nimport part1\nimport part2\n" + code)
+    elif case == "no class file":
+        (folder / "attack.py").unlink()
+        (folder / "other.py").write_text(code)
+    return path
+
+
+BAD = {
+    "unknown key": "unknown key 'foo'", "team name": "team folder 'Lab_A' is not a plain name",
+    "season folder": "season folder", "linked run": "is a link", "linked file": "not a regular file",
+    "oversize": "over the 16,384-byte cap", "not utf-8": "not UTF-8", "not toml": "not valid TOML",
+    "both attacks": "[attack] takes", "unknown attack": "is not a registered attack", "bad option": "attack 'mi-face'",
+    "nested option": "a number, a string", "budget": "budget 'huge'", "seed": "seed must be", "scenario": "not a cell",
+    "other season's twin": "is of season 2026-s1", "burned season": "season 2026-s1 is burned",
+    "not a twin": "is not a sealed twin", "dotdot file": "attack.file '../x.py'", "sub file": "attack.file 'sub/x.py'",
+    "linked folder": "is not a folder (links are refused)", "data file": "only .py files",
+    "unused file": "does not import", "over the cap": "cap on all its files together", "no class file": "is not in attack/",
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_a_sealed_submission_is_parsed_strictly_one_message_naming_the_file(board, case):
+    from reconbench.submissions.sealed_submission import SealedSubmissionError, parse
+
+    path = _bad(board, case)
+    with pytest.raises(SealedSubmissionError) as caught:
+        parse(path)
+    message = str(caught.value)
+    assert message.startswith(str(path)) and BAD[case] in message and "\n" not in message, message
+
+
+def test_seal_run_refuses_a_bad_submission_in_one_line_before_anything_runs(board):
+    from typer.testing import CliRunner
+
+    from reconbench.cli import app
+
+    path = _bad(board, "unknown key")
+    res = CliRunner().invoke(app, ["seal", "run", str(path), "--seal-key", str(board["key_file"]), "--out",
+                                   str(board["out"]), "--root", str(board["root"])])
+    assert res.exit_code == 1 and "unknown key 'foo'" in res.output and not board["out"].exists()
+    assert not (board["root"] / "sealed-runs").exists()
+
+
+def _carried_attack(folder: Path, images: np.ndarray, labels: np.ndarray, per_file: int = 100) -> None:
+    """tests/attacks/carried.py and its carried images (carried_part<i>.py, imported by carried_data.py) as an own
+    attack folder: every file imported, so the folder is exactly the attack's source."""
+    folder.mkdir(parents=True)
+    shutil.copy(ATTACKS / "carried.py", folder / "carried.py")
+    names = []
+    for i, lo in enumerate(range(0, len(images), per_file)):
+        im, lab = images[lo:lo + per_file], labels[lo:lo + per_file].astype(np.int64)
+        data = base64.b64encode(lzma.compress(im.tobytes() + lab.tobytes(), preset=9)).decode()
+        (folder / f"carried_part{i}.py").write_text(f'COUNT = {len(im)}\nDATA = "{data}"\n')
+        names.append(f"carried_part{i}")
+    (folder / "carried_data.py").write_text("".join(f"import {n}\n" for n in names) + f"PARTS = [{', '.join(names)}]\n")
+
+
+def test_hostile_loss_pick_over_carried_block_images_fails_by_counts_only_and_gets_no_verdict(board):
+    """Issue 43: an attack that carries public images of the sealed block (what 256 KiB holds) and returns those the
+    model fits best. Its picks that are not members copy public images that are not members: the copy rule with the
+    key fails every draw, the record says how many, never which, and the run gets no verdict."""
+    import re
+
+    from reconbench.image.data.fashion_splits import sealed_block
+    from reconbench.pipeline.sealed_run import run
+
+    block = sealed_block("fashion-mnist")
+    pick = np.random.default_rng(0).choice(len(block.labels), 300, replace=False)
+    path = _submission(board["subs"], "lab-g", "pick", f'twin = "{GROUP}"\nscenario = "static/black-box/same"\n\n'
+                                                       '[attack]\nfile = "carried.py"\nclass = "LossPick"\n')
+    _carried_attack(path.parent / "attack", block.images[pick], block.labels[pick])
+    done = run(path, board["key"], out=board["out"], root=board["root"])
+    record = done.record
+    assert record.tier is None and record.extracts is None
+    for d in record.draws:
+        assert d.status == "failed" and d.membership is None and d.extraction is None and d.output_mac is None
+        assert re.fullmatch(r"\d+ of 100 reconstructions are within the extraction threshold of public images that are "
+                            r"not members of this draw, and of no member: carried data \(which ones is not said\)", d.reason)
+    # the copies' count is in the record; which outputs were refused (or matched) is nowhere in it
+    def int_lists(value):  # any list of integers (output or pool positions) anywhere in the record
+        if isinstance(value, dict):
+            return [x for v in value.values() for x in int_lists(v)]
+        if isinstance(value, list):
+            return ([value] if value and all(isinstance(v, int) for v in value) else []) + [x for v in value for x in int_lists(v)]
+        return []
+
+    assert int_lists(json.loads(done.path.read_text())) == []
+    from reconbench.submissions.sealed_run_check import check_runs
+
+    assert all(c.ok for c in check_runs(board["root"]))  # a failed run is a valid record, with no verdict

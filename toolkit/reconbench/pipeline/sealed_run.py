@@ -35,9 +35,10 @@ from reconbench.core.sealed_runs import RUN_LIMIT, RUNS_DIR, RECORD_FILE, DrawOu
 
 OUTPUT_MAC = "reconbench-seal/run-output"
 # The attack's failures (its own errors, its limits, a broken protocol, a bad output): the draw's outcome. Any other
-# error is the board's (a sandbox that does not start, a registry problem): the run stops and records nothing.
+# error is the board's (a sandbox that does not start, a registry problem, a result that does not validate): the
+# run stops and records nothing.
 FAILED_ATTACK = ("AttackError", "KnowledgeError", "QueryBudgetExceeded", "LimitExceeded", "RemoteTraceback",
-                 "ProtocolError", "GuardError", "ValidationError", "FileFormatError")
+                 "ProtocolError", "GuardError")
 
 
 class SealedRunError(Exception):
