@@ -137,7 +137,7 @@ def test_the_board_runs_a_registered_attack_on_every_draw_signs_one_record_and_v
 
 def _record(key: bytes, team: str, run: str, ran_at: str, *, scored: bool = True, signer_key: bytes | None = None) -> dict:
     """A run record as the board writes one (numbers of a knowledge-only output), signed by `signer_key` (the
-    season's key by default); the test holds the key, as the board does."""
+    season's key, derived from the board's key, by default); the test holds the key, as the board does."""
     from reconbench.core.sealed_records import sign_record
     from reconbench.core.sealed_run_verdict import run_verdict
     from reconbench.core.sealed_runs import DrawOutcome, SealedAttack, SealedRun
@@ -154,7 +154,10 @@ def _record(key: bytes, team: str, run: str, ran_at: str, *, scored: bool = True
     record = SealedRun(season=SEASON, twin=GROUP, open_twin="fashion-n100", team=team, run=run,
                        attack=SealedAttack(name="mi-face", scenario="static/white-box/none"), ran_at=ran_at, draws=draws,
                        tier=verdict.tier.word if verdict.tier else None, extracts=verdict.members)
-    return sign_record(record.model_dump(mode="json", by_alias=True, exclude={"signature"}), signer_key or key)
+    from reconbench.core.seal import season_key
+
+    return sign_record(record.model_dump(mode="json", by_alias=True, exclude={"signature"}),
+                       signer_key or season_key(key, SEASON))
 
 
 def _put(root: Path, record: dict) -> Path:
@@ -199,6 +202,7 @@ def test_hostile_run_records_fail_validation_and_the_sixth_run_is_refused_before
     changed["draws"][0]["membership"]["ssim"]["gap"] = 0.3
     relabelled = unsigned(good)
     relabelled["draws"] = relabelled["draws"][::-1]
+    from reconbench.core.seal import season_key
     from reconbench.core.sealed_records import sign_record
 
     claimed = unsigned(good) | {"tier": "extracts", "extracts": 40}
@@ -207,8 +211,9 @@ def test_hostile_run_records_fail_validation_and_the_sixth_run_is_refused_before
         "changed": (changed, "does not verify"),
         "other season": (_record(key, "lab-c", "one", "2026-12-01T00:00:00Z", signer_key=bytes.fromhex(new_key())),
                          "signed by another key"),
-        "relabelled": (sign_record(relabelled, key), "not the twin's"),
-        "tier": (sign_record(claimed, key), "is not what its numbers give"),
+        "relabelled": (sign_record(relabelled, season_key(key, SEASON)), "not the twin's"),
+        "tier": (sign_record(claimed, season_key(key, SEASON)), "is not what its numbers give"),
+        "the board's master": (_record(key, "lab-c", "one", "2026-12-01T00:00:00Z", signer_key=key), "signed by another key"),
     }
     for name, (record, why) in cases.items():
         path = _put(root, record)
@@ -498,3 +503,44 @@ def test_hostile_loss_pick_over_carried_block_images_fails_by_counts_only_and_ge
     from reconbench.submissions.sealed_run_check import check_runs
 
     assert all(c.ok for c in check_runs(board["root"]))  # a failed run is a valid record, with no verdict
+
+
+def test_the_twin_page_lists_the_board_s_runs_by_name_decided_ones_with_a_verdict_and_never_a_forged_one(board):
+    """Item 4: one row per decided run (team, attack, tier word, relabelling p, gap with interval), runs with a draw
+    not scored listed apart with no verdict, a record that fails validation not shown, no rank anywhere."""
+    import markdown
+
+    from reconbench.core.sealed_records import unsigned
+    from reconbench.core.tracks import sealed_draws
+    from reconbench.leaderboard.pages import Pages
+    from reconbench.leaderboard.sealed import twin_pages
+    from reconbench.leaderboard.sealed_runs_view import use_root
+
+    key, root = board["key"], board["root"]
+    _put(root, _record(key, "zeta", "one", "2026-12-01T00:00:00Z"))
+    _put(root, _record(key, "alpha", "one", "2026-12-02T00:00:00Z"))
+    _put(root, _record(key, "mid", "held", "2026-12-03T00:00:00Z", scored=False))
+    forged = _record(key, "forger", "one", "2026-12-04T00:00:00Z")
+    forged["tier"], forged["extracts"] = "extracts", 40
+    _put(root, unsigned(forged))
+    from reconbench.submissions.sealed_run_check import check_runs
+
+    assert [c.ok for c in check_runs(root)] == [True, False, True, True], [c.message for c in check_runs(root)]
+    use_root(root)
+    try:
+        (page,) = [p for p in twin_pages(sealed_draws(GROUP), [], {}) if p["path"] == f"leaderboards/{GROUP}.md"]
+    finally:
+        use_root(None)
+    runs = page["sealed"]["runs"]
+    assert [(r["team"], r["verdict"]) for r in runs["decided"]] == [("alpha", "no evidence"), ("zeta", "no evidence")]
+    assert [r["team"] for r in runs["undecided"]] == ["mid"] and "failed (3 of 100 carried)" in runs["undecided"][0]["why"]
+    rendered = Pages()
+    rendered.page(page["path"], "sealed_group.md.j2", sealed=page["sealed"], draws=page["draws"])
+    body = rendered.markdown[page["path"]].split("\n---\n", 1)[1]
+    html = markdown.markdown(body, extensions=["tables", "attr_list", "admonition"])
+    assert "<th>relabelling p</th>" in html and "<th>why no verdict</th>" in html and "|---|" not in html
+    assert "forger" not in html and "extracts 40" not in html
+    assert "<th>#</th>" not in html and "<th>rank</th>" not in html.lower() and "runs are not ranked" in html
+    assert html.index(">alpha<") < html.index(">zeta<")
+    gap = runs["decided"][0]["gap"]
+    assert gap.low is not None and f"{gap.mean:+.4f} [{gap.low:+.4f}, {gap.high:+.4f}]" in html
