@@ -454,6 +454,14 @@ def test_seal_run_refuses_a_bad_submission_in_one_line_before_anything_runs(boar
                                    str(board["out"]), "--root", str(board["root"])])
     assert res.exit_code == 1 and "unknown key 'foo'" in res.output and not board["out"].exists()
     assert not (board["root"] / "sealed-runs").exists()
+    # validate.yml's keyless step: the paths a pull request changes (an attack file names its submission)
+    good = _own(board["subs"], "lab", "own", PEEK.format(files=[], folders=[]), "Peek")
+    listing = board["home"].parent / "changed.bin"
+    listing.write_bytes(b"\0".join(str(p).encode() for p in (good.parent / "attack" / "attack.py", path, "README.md")))
+    res = CliRunner().invoke(app, ["seal", "check", "--paths-from", str(listing)])
+    assert res.exit_code == 1 and f"OK   {good}" in res.output.replace("\n", "") and "unknown key 'foo'" in res.output
+    res = CliRunner().invoke(app, ["seal", "check", str(good)])
+    assert res.exit_code == 0, res.output
 
 
 def _carried_attack(folder: Path, images: np.ndarray, labels: np.ndarray, per_file: int = 100) -> None:

@@ -241,3 +241,32 @@ def _registered(path: Path, name: Any, budget: str, options: dict, twin: str, sc
     except Exception as exc:  # noqa: BLE001 - an option or cell error of the toolkit's attack: its own message
         raise _fail(path, f"attack {name!r}: {exc}") from None
     return name
+
+
+def submissions_in(paths: list[Path]) -> list[Path]:
+    """The submission.toml files that changed paths touch (a file of an own attack folder names its submission);
+    a path outside <anything>/sealed-submissions/<season>/<team>/<run>/ or one that no longer exists is left out."""
+    found: list[Path] = []
+    for given in paths:
+        parts = Path(given).parts
+        if SUBMISSIONS_DIR not in parts:
+            continue
+        at = len(parts) - 1 - parts[::-1].index(SUBMISSIONS_DIR)
+        if len(parts) < at + 4:
+            continue
+        path = Path(*parts[:at + 4]) / SUBMISSION_FILE
+        if path not in found and (os.path.lexists(path) or os.path.lexists(given)):
+            found.append(path)
+    return found
+
+
+def check(paths: list[Path]) -> list[tuple[Path, str | None]]:
+    """(submission, None when it parses, else the one-line reason) for each submission the paths touch."""
+    out = []
+    for path in submissions_in(paths):
+        try:
+            parse(path)
+            out.append((path, None))
+        except SealedSubmissionError as exc:
+            out.append((path, str(exc)))
+    return out

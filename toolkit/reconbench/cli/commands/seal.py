@@ -32,6 +32,7 @@ def register(app: typer.Typer) -> None:
                              "Example: recon-submit seal verify reveal.json",
                         no_args_is_help=True)
     app.add_typer(group, name="seal")
+    group.command("check")(check_submissions)
     group.command("run")(run)
     group.command("check-runs")(check_runs)
     group.command("reveal")(reveal)
@@ -67,6 +68,27 @@ def run(
                   f"{escape(record.tier or 'no verdict (a draw was not scored)')}"
                   + (f" {record.extracts}" if record.extracts is not None else ""))
     console.print(f"private output (not for the repository before the reveal): {escape(str(done.out))}")
+
+
+def check_submissions(
+    paths: Optional[list[Path]] = typer.Argument(None, help="sealed submissions, or files inside them"),
+    paths_from: Optional[Path] = typer.Option(None, help="file listing paths (one a line, or NUL-separated)"),
+) -> None:
+    """Check sealed submissions as data, before the board runs them: the format, the twin, the attack's files.
+
+    Example: recon-submit seal check sealed-submissions/2026-s2/my-lab/first/submission.toml
+    """
+    from reconbench.cli.commands.submission import _read_paths
+    from reconbench.submissions.sealed_submission import check
+
+    given = list(paths or []) + (_read_paths(paths_from) if paths_from is not None else [])
+    found = check(given)
+    for path, why in found:
+        console.print(f"OK   {escape(str(path))}" if why is None else f"FAIL {escape(why)}")
+    if not found:
+        console.print("no sealed submission among the paths")
+    if any(why is not None for _, why in found):
+        raise typer.Exit(1)
 
 
 def check_runs(
