@@ -115,9 +115,10 @@ def test_the_board_runs_a_registered_attack_on_every_draw_signs_one_record_and_v
     assert sorted(p.name for p in done.out.iterdir()) == [t.id for t in draws]
     assert all((done.out / t.id / "reconstructions.safetensors").is_file() for t in draws)
     assert not list(board["root"].glob("sealed-runs/**/*.safetensors"))
-    # rounded to the board's digits: a published number is a channel out of the attack's process
+    # few numbers, rounded to the board's digits: a published number is a channel out of the attack's process
     gap = record.draws[0].membership["ssim"]["gap"]
-    assert gap == float(f"{gap:.3g}")
+    assert gap == float(f"{gap:.3g}") and set(record.draws[0].membership["ssim"]) == {"status", "gap", "low", "high", "p"}
+    assert set(record.draws[0].metrics) == {"mse", "psnr", "ssim"} and "per_class" not in text and "acc_top1" not in text
     # validation without the key: the board's record passes
     (checked,) = check_runs(board["root"])
     assert checked.ok, checked.message

@@ -29,6 +29,19 @@ METRICS = ("ssim", "psnr", "mse")
 POOLED = ("members", "n_members", "holdout", "n_holdout", "expected_members", "expected_holdout")
 
 
+GAP_FIELDS = ("status", "gap", "low", "high", "p")  # of a draw's GapResult: what the verdict and the page read
+
+
+def published(numbers: dict) -> dict:
+    """What a run record publishes of a draw's sealed numbers (image/sealed_scores.sealed_numbers): per metric the
+    gap with its interval and p (not the per-class gaps, nor the two sides), the extraction count without its
+    sentence; every float rounded. The fewer numbers, the narrower the channel out of the attack's process."""
+    membership = {m: {k: g.get(k) for k in GAP_FIELDS} for m, g in (numbers.get("membership") or {}).items()}
+    extraction = numbers.get("extraction")
+    extraction = None if extraction is None else {k: v for k, v in extraction.items() if k != "text"}
+    return rounded({"membership": membership, "extraction": extraction})
+
+
 def rounded(value):
     """Every float in `value` (dicts and lists walked) to DIGITS significant digits; ints, strings and None as they are."""
     if isinstance(value, dict):

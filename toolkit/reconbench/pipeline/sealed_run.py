@@ -9,8 +9,8 @@ scored with the key, one signed record of numbers (`recon-submit seal run`; docs
            sandbox hides the key file and the private output folder too, where they lie inside a bound folder);
         3. the copy rule with the key (image/sealed_scores.carried at the count's threshold): a draw whose
            outputs copy a public image that is not a member is "failed", with counts only;
-        4. the draw's membership gap and extraction count with the key (image/sealed_scores.sealed_numbers),
-           rounded (core/sealed_run_verdict.rounded), and a MAC of its reconstructions' file under the season's
+        4. the draw's membership gap and extraction count with the key (image/sealed_scores.sealed_numbers), as
+           few numbers as the verdict needs, rounded (core/sealed_run_verdict.published), and a MAC of its reconstructions' file under the season's
            key (`output_mac`: after the reveal it ties the published output to the record; before it, it says
            nothing, and the attack cannot grind it as it could a plain hash);
         5. the run's tier across the draws (core/sealed_run_verdict), and ONE record signed by the season's record
@@ -99,10 +99,12 @@ def check_limit(sub, root: Path) -> int:
 
 
 def _metrics(payload) -> dict:
-    from reconbench.core.sealed_run_verdict import rounded
+    """The draw's image metrics against its pool (their means, rounded): not the evaluation classifier's accuracies,
+    which the attack sets at will (the classifier is public), nor anything per image."""
+    from reconbench.core.sealed_run_verdict import METRICS, rounded
 
-    return {name: rounded({"value": m.value, "coverage": m.coverage}) for name, m in sorted(payload.metrics.items())
-            if m.status == "computed" and m.value is not None}
+    return {name: rounded(m.value) for name, m in sorted(payload.metrics.items())
+            if name in METRICS and m.status == "computed" and m.value is not None}
 
 
 def _reason_failed(exc: BaseException) -> str:
@@ -113,7 +115,7 @@ def _reason_failed(exc: BaseException) -> str:
 
 def _score_draw(track, key: bytes, folder: Path, result, device: str) -> DrawOutcome:
     from reconbench.core.io import load_arrays
-    from reconbench.core.sealed_run_verdict import rounded
+    from reconbench.core.sealed_run_verdict import published
     from reconbench.image import sealed_scores as sealed
     from reconbench.image.results import RECONSTRUCTIONS_FILE
     from reconbench.submissions.publiccopy import non_member_copies, public_index
@@ -132,7 +134,7 @@ def _score_draw(track, key: bytes, folder: Path, result, device: str) -> DrawOut
                            reason=f"{other.size} of {len(images)} reconstructions are within the extraction threshold of "
                                   "public images that are not members of this draw, and of no member: carried data "
                                   "(which ones is not said)")
-    numbers = rounded(sealed.sealed_numbers(track, key, images, labels, device))
+    numbers = published(sealed.sealed_numbers(track, key, images, labels, device))
     outcome = DrawOutcome(track=track.id, model_sha256=model_sha256, status="scored", metrics=_metrics(result.payload),
                           membership=numbers["membership"], extraction=numbers["extraction"])
     return outcome.model_copy(update={"output_mac": output_mac(key, track.id, folder / RECONSTRUCTIONS_FILE)})

@@ -167,7 +167,7 @@ def verify_runs(key: bytes, season: str, root: Path, runs_out: Path) -> list[Ver
     scored draw's reconstructions file must be the one the record's output_mac names, and its membership gap and
     extraction count, recomputed with the revealed key and rounded as the board rounds them, the record's."""
     from reconbench.core.io import load_arrays
-    from reconbench.core.sealed_run_verdict import rounded
+    from reconbench.core.sealed_run_verdict import published
     from reconbench.core.sealed_runs import read_runs
     from reconbench.core.tracks import get_track
     from reconbench.image import sealed_scores as sealed
@@ -193,7 +193,7 @@ def verify_runs(key: bytes, season: str, root: Path, runs_out: Path) -> list[Ver
                 problems.append(f"{draw.track}: the output is not the one the record was scored on (output_mac)")
                 continue
             arrays = load_arrays(file)
-            fresh = rounded(sealed.sealed_numbers(get_track(draw.track), key, arrays["images"], arrays["labels"]))
+            fresh = published(sealed.sealed_numbers(get_track(draw.track), key, arrays["images"], arrays["labels"]))
             if not (sealed.same_numbers(fresh["membership"], draw.membership, 1e-2)
                     and sealed.same_numbers(fresh["extraction"], draw.extraction, 1e-2)):
                 problems.append(f"{draw.track}: recomputed numbers DIFFER from the record")
