@@ -9,6 +9,7 @@ The committed season is checked without its key: what ships, and what does not.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -254,3 +255,59 @@ def test_a_v1_season_sealed_with_the_boards_key_is_never_revealed_once_a_v2_seas
     seal = seal | {"commitment": commitment(other, group, 0, old["seal"]["pool_sha256"], draw_members(other, group, 0, labels))}
     mixed.write_text(json.dumps({"schema_version": 1, "tracks": rows + [old | {"id": f"{group}-d0", "seal": seal}]}))
     assert reveal(other, "old", tmp_path / "old.json")["key"] == other.hex()
+
+
+def test_the_committed_season_ships_only_ciphertext_and_hashes_that_bind_it():
+    """The 35 rows of season 2026-s2 as committed, checked without the key."""
+    from reconbench.core.io import sha256_file
+    from reconbench.core.seasons import burned, seasons
+    from reconbench.core.tracks import all_tracks, embedded_file, get_track
+    from reconbench.image.data.fashion_splits import sealed_block, sealed_pool
+    from reconbench.image.models.sealed_registry import DRAWS, per_class_counts, season_group
+
+    assert seasons()[SEASON_V2]["status"] == "sealed" and seasons()[SEASON_V2]["scheme"] == "v2" and not burned(SEASON_V2)
+    assert burned("2026-s1")
+    v2 = [t for t in all_tracks() if t.seal is not None and t.seal.season == SEASON_V2]
+    assert {t.seal.group for t in v2} == {season_group(twin, SEASON_V2) for twin in SEALED.values()}
+    assert len(v2) == DRAWS * len(SEALED) and {t.seal.scheme for t in v2} == {"v2"}
+    assert len({t.seal.commitment for t in v2}) == len(v2) and len({t.seal.record_signer for t in v2}) == 1
+    shipped = sorted((embedded_file("fashion/sealed")).iterdir())
+    assert not [p.name for p in shipped if "-s2-" in p.name and not p.name.endswith(".sealed")]  # no plaintext
+    s1_models = {sha256_file(p) for p in shipped if p.suffix == ".safetensors"}
+    for t in v2:
+        twin = SEALED[t.seal.group.removesuffix("-s2")]
+        assert t.seal.pool_sha256 is None and t.target_set_sha256 is None and t.update_set_sha256 is None
+        assert t.holdout_set_sha256 is None and t.update_holdout_set_sha256 is None
+        assert t.seal.block_sha256 == sealed_block(t.dataset).sha256
+        assert t.seal.per_class == per_class_counts(twin) and t.seal.pool_size == 2 * (twin.update_size or t.train_size)
+        # a 2026-s1 pool's hash is nowhere in the row (the s2 pool is not the block's first 2n, and is not published)
+        assert sealed_pool(t.dataset, t.seal.pool_size // 2).sha256 not in json.dumps(t.model_dump(mode="json"))
+        for role, pinned in t.seal.files.items():
+            path = embedded_file(pinned.file)
+            assert path.read_bytes().startswith(b"RECONBENCH-SEALED-1\n") and sha256_file(path) == pinned.sha256
+            assert pinned.plain_sha256 not in s1_models and pinned.plain_sha256 != pinned.sha256
+        if twin.update_size:  # the model before the update is the open twin's, public
+            assert set(t.seal.files) == {"gradients", "updated_model"}
+            assert t.target_model_sha256 == get_track(twin.open_twin).target_model_sha256
+        else:
+            assert set(t.seal.files) == {"model"} and t.source is None
+            assert t.target_model_sha256 == t.seal.files["model"].plain_sha256
+
+
+def test_tracks_calls_the_burned_twins_practice_draws_and_the_new_ones_board_run(tmp_path):
+    from typer.testing import CliRunner
+
+    from reconbench.cli import app
+    from reconbench.core.sealed_next import ran_line
+
+    res = CliRunner().invoke(app, ["tracks"], env={"COLUMNS": "250"})
+    flat = " ".join(res.output.split())
+    assert res.exit_code == 0 and "fashion-n100-sealed-s2" in flat and "fashion-n100-sealed " in flat
+    assert "practice draws (season 2026-s1, burned: membership public)" in flat
+    assert "board-run (the board runs your attack:" in flat and "seal run)" in flat
+    assert "evaluate --track fashion-n100-sealed --draws 1" in flat  # the try-one command names a practice twin
+    # evaluate's closing line on practice draws: still what the first-hour walk reads, and what they are
+    line = ran_line(["fashion-n100-sealed-d0"])
+    assert re.search(r"sealed twin fashion-n100-sealed: 1 of 5 draws ran", line) and "Next: submit each draw's folder" in line
+    assert "scored by CI's keyed validation after your pull request" in line and "revealed after 2027-03-01" in line
+    assert "practice draws (season 2026-s1, burned: membership public): their numbers give no verdict" in line

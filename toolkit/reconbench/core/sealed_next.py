@@ -26,6 +26,28 @@ def seal_of(track_id: str):
         return None
 
 
+def kind(seal) -> str:
+    """What the twin is for (issue 43): a burned season's public practice draws, or a v2 season's board-run
+    draws, whose models and pools never leave the board."""
+    from reconbench.core.seasons import burned
+
+    if burned(seal.season):
+        return f"practice draws (season {seal.season}, burned: membership public)"
+    if getattr(seal, "scheme", "v1") == "v2":
+        return "board-run (the board runs your attack: recon-submit seal run)"
+    return f"sealed (season {seal.season})"
+
+
+def practice_note(seal) -> str:
+    """After a run on practice draws: they give no verdict, and where the verdict is earned instead."""
+    from reconbench.core.seasons import burned
+
+    if not burned(seal.season):
+        return ""
+    return (f" These are {kind(seal)}: their numbers give no verdict, badge or rank; the board's verdict comes from a "
+            "board-run twin's sealed run (`recon-submit seal run`).")
+
+
 def reveal(seal) -> str:
     return f"the key of season {seal.season} is revealed after {seal.reveal_after}, and then anyone can recompute them"
 
@@ -35,7 +57,7 @@ def draw_line(track_id: str) -> str | None:
     seal = seal_of(track_id)
     if seal is None:
         return None
-    return (f"sealed: draw {seal.draw + 1} of {seal.draws} of twin {seal.group}; {WHEN}; {reveal(seal)} "
+    return (f"sealed: draw {seal.draw + 1} of {seal.draws} of twin {seal.group}, {kind(seal)}; {WHEN}; {reveal(seal)} "
             "(docs/sealed.md). No verdict here: only the board's key opens the members")
 
 
@@ -51,7 +73,7 @@ def ran_line(track_ids: Iterable[str]) -> str | None:
                "draws\" until every draw is in (--draws all, the default, runs them all).")
     return (f"sealed twin {first.group}: {n} of {first.draws} draws ran ({done}).{partial} Next: submit each draw's "
             f"folder (one entry per draw), validate, and open the pull request; {WHEN.replace('its ', 'their ', 1)}; "
-            f"{reveal(first)}.")
+            f"{reveal(first)}.{practice_note(first)}")
 
 
 def submitted_line(track_id: str, on_board: int) -> str | None:

@@ -17,6 +17,7 @@ STATUSES = {
 
 
 def print_tracks(status: str | None = None, include_planned: bool = False) -> None:
+    from reconbench.core.sealed_next import kind
     from reconbench.core.tracks import all_tracks
 
     if status is not None and status not in STATUSES:
@@ -34,9 +35,9 @@ def print_tracks(status: str | None = None, include_planned: bool = False) -> No
         seal = getattr(t, "seal", None)
         twin = seal is not None and t.id == seal.group
         if twin:  # one row per sealed twin, under the id --track takes: its K draws are runs of it
-            state += f" · SEALED twin, {seal.draws} draws"  # short: the table keeps a column per field
+            state += f" · SEALED twin, {seal.draws} draws: {kind(seal)}"
         elif seal is not None:  # one draw alone (tracks --status, or a twin whose other draws are not shown)
-            state += f" · SEALED draw {seal.draw + 1}/{seal.draws}"
+            state += f" · SEALED draw {seal.draw + 1}/{seal.draws}: {kind(seal)}"
         rows.append((t.id, state, t.dataset, arch, size, acc, f"{t.query_budget:,}", "\n".join(t.scenarios)))
     columns = ("status", "dataset", "architecture", "|D_tar|", "accuracy train/test", "query budget", "scenarios")
     console.print(_table(title, columns, rows), crop=False)
@@ -68,18 +69,32 @@ def _twins_as_one(tracks: list) -> list:
 
 def sealed_footer(sealed: list) -> str:
     """What a sealed twin is, which ids --track takes, what evaluate does on one, and when its score is
-    published (docs/sealed.md)."""
+    published (docs/sealed.md): the practice draws of a burned season, and the board-run twins."""
     from reconbench.core.console import invoked_as
+    from reconbench.core.sealed_next import kind
 
-    groups = sorted({t.seal.group for t in sealed})
-    reveal = ", ".join(sorted({f"season {t.seal.season}: key revealed after {t.seal.reveal_after}" for t in sealed}))
-    return (f"SEALED twins ({', '.join(groups)}): each draw's model trained on one half of a public pool, drawn "
-            "from the board's secret key. --track takes the twin's id and runs all its draws (what the board's "
-            "verdict needs; one draw alone: --track <twin>-d0, -d1, ...); to try one draw: "
-            f"{invoked_as()} evaluate --track {groups[0]} --draws 1 --budget quick. "
-            "evaluate scores against the nearest pool item; the membership gap and the extraction count are scored "
-            "by CI's keyed validation of your pull request and published on the twin's board; anyone can recompute "
-            f"them once the key is revealed ({reveal}). More: docs/sealed.md")
+    practice = [t for t in sealed if getattr(t.seal, "scheme", "v1") != "v2"]
+    board = [t for t in sealed if getattr(t.seal, "scheme", "v1") == "v2"]
+    parts = []
+    if practice:
+        groups = sorted({t.seal.group for t in practice})
+        reveal = ", ".join(sorted({f"season {t.seal.season}: key revealed after {t.seal.reveal_after}" for t in practice}))
+        parts.append(
+            f"SEALED twins ({', '.join(groups)}): {kind(practice[0].seal)}; each draw's model trained on one half of a "
+            "public pool, drawn from the board's secret key. --track takes the twin's id and runs all its draws (one "
+            f"draw alone: --track <twin>-d0, -d1, ...); to try one draw: {invoked_as()} evaluate --track {groups[0]} "
+            "--draws 1 --budget quick. evaluate scores against the nearest pool item; the membership gap and the "
+            "extraction count are scored by CI's keyed validation of your pull request; anyone can recompute "
+            f"them once the key is revealed ({reveal}).")
+    if board:
+        groups = sorted({t.seal.group for t in board})
+        reveal = ", ".join(sorted({f"season {t.seal.season}: key revealed after {t.seal.reveal_after}" for t in board}))
+        parts.append(
+            f"SEALED twins ({', '.join(groups)}): {kind(board[0].seal).replace('recon-submit', invoked_as())}; their "
+            "pools are drawn from the whole sealed block and their models ship only encrypted, so evaluate refuses "
+            "them: develop on the open twin or the practice draws, then the board runs your attack on every draw "
+            f"and publishes its scores ({reveal}).")
+    return " ".join(parts) + " More: docs/sealed.md"
 
 
 def _table(title: str, columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> Table:

@@ -2,9 +2,14 @@
 (reconbench.submissions.seal_reveal).
 
     seal run SUBMISSION --seal-key KEY [--device cpu|cuda] --out PRIVATE   the board runs a sealed submission
+    seal check SUBMISSION...                                                check sealed submissions as data
     seal check-runs [--root submissions]                                    check the committed run records
-    seal reveal --seal-key KEY --season S --out reveal.json   publish the key, with the commitments it opens
-    seal verify reveal.json [--runs-out PRIVATE]               open every commitment, recompute every sealed number
+    seal reveal --seal-key KEY --season S --out reveal.json   publish the season's key, with the commitments it opens
+    seal verify reveal.json [--runs-out PRIVATE]               open every commitment, recompute every sealed.json
+                                                               and run record, decrypt and check every encrypted
+                                                               weight file (v2)
+
+A v2 season (2026-s2 on) publishes its season key, derived from the board's key, never the board's key itself.
 """
 
 from __future__ import annotations
@@ -110,13 +115,13 @@ def check_runs(
 
 
 def reveal(
-    seal_key: Path = typer.Option(..., "--seal-key", help="the season's key (the board's CI secret)"),
+    seal_key: Path = typer.Option(..., "--seal-key", help="the board's key (the CI secret); a v2 season publishes the season key derived from it"),
     season: str = typer.Option(..., help="the season whose key is published (registry: seal.season)"),
     out: Path = typer.Option(..., help="where to write the reveal file (key + the commitments it opens)"),
 ) -> None:
     """Publish a season's key, after checking it opens every commitment of the season.
 
-    Example: recon-submit seal reveal --seal-key ../shared/secrets/seal.key --season 2026-s1 --out reveal.json
+    Example: recon-submit seal reveal --seal-key ../shared/secrets/seal.key --season 2026-s2 --out reveal.json
     """
     from reconbench.core.seal import SealError
     from reconbench.submissions.seal_reveal import reveal as write
