@@ -245,6 +245,8 @@ def test_validate_checks_the_run_records_and_the_entry_layout_skips_their_folder
     path.write_text(json.dumps(unsigned(json.loads(path.read_text()))))
     res = CliRunner().invoke(app, ["validate", "--root", str(root), "--no-rescore", "--offline"])
     assert res.exit_code == 1 and "carries no signature" in res.output.replace("\n", "")
+    res = CliRunner().invoke(app, ["validate", "--root", str(root), "--no-rescore", "--offline", str(path)])
+    assert res.exit_code == 1 and "carries no signature" in res.output.replace("\n", "") and "no entry" not in res.output
 
 
 PEEK = '''"""An own attack that tries to read the board's secrets from inside the sandbox (tests/test_sealed_run.py)."""
