@@ -68,9 +68,10 @@ class RunVerdict:
 def _relabel_p(pooled, counts: list[dict]) -> float | None:
     """The pooled relabelling p (issue 43, item 4) where the toolkit has it: core/draws' pooled count carries it,
     or a pooling function for it exists. None where neither does."""
-    found = getattr(pooled, "p_relabel", None)
-    if found is not None:
-        return float(found)
+    for name in ("relabel_p", "p_relabel"):
+        found = getattr(pooled, name, None)
+        if found is not None:
+            return float(found)
     from reconbench.core import draws
 
     pool = getattr(draws, "relabel_across_draws", None)
