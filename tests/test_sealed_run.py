@@ -122,16 +122,27 @@ def test_the_board_runs_a_registered_attack_on_every_draw_signs_one_record_and_v
     # validation without the key: the board's record passes
     (checked,) = check_runs(board["root"])
     assert checked.ok, checked.message
-    # reveal, then anyone recomputes the record from the board's published output
+    # the output travels encrypted under the season's key (CI's artifact): nothing readable in it before the reveal
+    from reconbench.core.seal import SealError
+    from reconbench.pipeline.sealed_run import pack_output, unpack_output
+
+    archive = pack_output(board["out"] / SEASON, board["key"], SEASON, tmp_path / "output.sealed")
+    raw = archive.read_bytes()
+    assert b"safetensors" not in raw and b"reconstructions" not in raw and board["key"].hex().encode() not in raw
+    with pytest.raises(SealError, match="does not open"):
+        unpack_output(archive, board["key"], SEASON, tmp_path / "wrong")  # the board's master is not the season key
+    # reveal, then anyone opens the output and recomputes the record from it
     reveal(board["key"], SEASON, tmp_path / "reveal.json")
     revealed, season = read_reveal(tmp_path / "reveal.json")
-    _, verified = verify(revealed, season, board["root"], runs_out=board["out"])
+    published = tmp_path / "published"
+    unpack_output(archive, revealed, season, published / SEASON)
+    _, verified = verify(revealed, season, board["root"], runs_out=published)
     (mine,) = [v for v in verified if v.entry.startswith("sealed run")]
     assert mine.ok, mine.message
     # an output swapped after the run is caught by its MAC
-    recon = done.out / draws[1].id / "reconstructions.safetensors"
-    shutil.copy(done.out / draws[0].id / "reconstructions.safetensors", recon)
-    _, verified = verify(revealed, season, board["root"], runs_out=board["out"])
+    out = published / SEASON / "lab-a" / "first"
+    shutil.copy(out / draws[0].id / "reconstructions.safetensors", out / draws[1].id / "reconstructions.safetensors")
+    _, verified = verify(revealed, season, board["root"], runs_out=published)
     (mine,) = [v for v in verified if v.entry.startswith("sealed run")]
     assert not mine.ok and "output_mac" in mine.message
 

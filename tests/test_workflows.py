@@ -191,6 +191,11 @@ def test_the_board_s_sealed_runs_hold_the_key_only_behind_the_sandbox():
     assert set(uploads) == {"sealed-run-records", "sealed-run-output"}
     assert uploads["sealed-run-records"]["path"].endswith("sealed-runs/*/*/*/record.json")
     assert uploads["sealed-run-output"]["retention-days"] <= 7 < uploads["sealed-run-records"]["retention-days"]
+    # the output leaves the runner encrypted (a public repository's artifacts are public): packed in the keyed step,
+    # from a folder in the runner's temp folder that the same step removes
+    assert uploads["sealed-run-output"]["path"] == "sealed-run-output" and "seal pack-output" in keyed["run"]
+    assert '--out "$out"' in keyed["run"] and 'out="$RUNNER_TEMP/sealed-run-output"' in keyed["run"]
+    assert 'rm -rf "$out"' in keyed["run"]
     assert "HOLDS THE KEY" in text  # the header says so, and why the sandbox is what protects it
 
 

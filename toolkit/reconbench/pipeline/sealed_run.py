@@ -56,10 +56,8 @@ def scoring_key(master: bytes, track) -> bytes:
     """The key that opens a draw's membership and signs its records: the season's key in a v2 season
     (core/seal.season_key of the board's master key), the key itself in a v1 season."""
     from reconbench.core.seal import season_key
-    from reconbench.core.seasons import seasons
 
-    scheme = getattr(track.seal, "scheme", None) or seasons().get(track.seal.season, {}).get("scheme", "v1")
-    return season_key(master, track.seal.season) if scheme == "v2" else master
+    return season_key(master, track.seal.season) if track.seal.scheme == "v2" else master
 
 
 def output_mac(key: bytes, track_id: str, reconstructions: Path) -> str:
@@ -228,3 +226,54 @@ def write_record(root: Path, record: dict) -> Path:
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return path
+
+
+# The board's private output travels (a CI artifact, which anyone who can read a public repository can download)
+# only encrypted: AES-256-GCM (core/sealed_weights) under a key derived from the season's key, so before the reveal
+# it is the board's alone, and after it anyone with the revealed season key opens it.
+OUTPUT_LABEL = "reconbench-seal/run-output-archive"
+
+
+def output_key(key: bytes) -> bytes:
+    """The archive key of a season's run outputs (key: the season's key)."""
+    return hmac.new(key, OUTPUT_LABEL.encode(), hashlib.sha256).digest()
+
+
+def pack_output(folder: Path, master_key: bytes, season: str, dst: Path) -> Path:
+    """The folder `folder` (a run output) as one encrypted archive `dst` (a tar under core/sealed_weights' format)."""
+    import io
+    import tarfile
+
+    from reconbench.core.seal import season_key
+    from reconbench.core.sealed_weights import seal_bytes
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        tar.add(str(folder), arcname=".")
+    key = season_key(master_key, season) if _scheme(season) == "v2" else master_key
+    Path(dst).write_bytes(seal_bytes(buffer.getvalue(), output_key(key), f"{OUTPUT_LABEL}/{season}"))
+    return Path(dst)
+
+
+def unpack_output(src: Path, key: bytes, season: str, dest: Path) -> Path:
+    """Open an archive of `pack_output` with the season's key (after the reveal: the revealed key) into `dest`
+    (a new folder); only plain files and folders come out (tarfile's data filter)."""
+    import io
+    import tarfile
+
+    from reconbench.core.sealed_weights import open_file
+
+    plain = open_file(Path(src), output_key(key), f"{OUTPUT_LABEL}/{season}")
+    Path(dest).mkdir(parents=True)
+    with tarfile.open(fileobj=io.BytesIO(plain), mode="r:gz") as tar:
+        tar.extractall(dest, filter="data")
+    return Path(dest)
+
+
+def _scheme(season: str) -> str:
+    """The season's scheme, as its draws in the registry say (else registry/seasons.json)."""
+    from reconbench.core.seasons import seasons
+    from reconbench.core.tracks import all_tracks
+
+    found = {t.seal.scheme for t in all_tracks() if t.seal is not None and t.seal.season == season}
+    return found.pop() if len(found) == 1 else seasons().get(season, {}).get("scheme", "v1")

@@ -40,6 +40,8 @@ def register(app: typer.Typer) -> None:
     group.command("check")(check_submissions)
     group.command("run")(run)
     group.command("check-runs")(check_runs)
+    group.command("pack-output")(pack_output)
+    group.command("unpack-output")(unpack_output)
     group.command("reveal")(reveal)
     group.command("verify")(verify)
 
@@ -94,6 +96,47 @@ def check_submissions(
         console.print("no sealed submission among the paths")
     if any(why is not None for _, why in found):
         raise typer.Exit(1)
+
+
+def pack_output(
+    folder: Path = typer.Argument(..., help="the private output of `seal run` (--out)"),
+    seal_key: Path = typer.Option(..., "--seal-key", help="the board's seal key (CI's secret)"),
+    season: str = typer.Option(..., help="the season of the runs in it"),
+    to: Path = typer.Option(..., help="the encrypted archive to write"),
+) -> None:
+    """Encrypt a run output into one archive under a key derived from the season's key (the CI artifact).
+
+    Example: recon-submit seal pack-output sealed-run-output --seal-key ../shared/secrets/seal.key --season 2026-s2 --to out.sealed
+    """
+    from reconbench.pipeline.sealed_run import pack_output as pack
+
+    if not folder.is_dir():
+        fail(f"{folder}: no such folder")
+    pack(folder, read_seal_key(seal_key), season, to)
+    console.print(f"{escape(str(to))}: the run output, encrypted (opened by the season's key after the reveal)")
+
+
+def unpack_output(
+    archive: Path = typer.Argument(..., help="an archive written by `seal pack-output`"),
+    reveal_file: Path = typer.Option(..., "--reveal", help="the season's reveal file (recon-submit seal reveal)"),
+    to: Path = typer.Option(..., help="a new folder to unpack into"),
+) -> None:
+    """Open a run output archive with a season's revealed key (then `seal verify --runs-out`).
+
+    Example: recon-submit seal unpack-output out.sealed --reveal reveal.json --to runs-out
+    """
+    from reconbench.core.seal import SealError
+    from reconbench.pipeline.sealed_run import unpack_output as unpack
+    from reconbench.submissions.seal_reveal import read_reveal
+
+    if to.exists():
+        fail(f"{to}: already exists")
+    try:
+        key, season = read_reveal(reveal_file)
+        unpack(archive, key, season, to)
+    except SealError as exc:
+        fail(str(exc))
+    console.print(f"{escape(str(to))}: the run output of season {escape(season)}")
 
 
 def check_runs(
