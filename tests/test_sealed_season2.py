@@ -229,16 +229,16 @@ def test_reveal_publishes_the_season_key_and_verify_decrypts_and_checks_every_fi
     assert [v.entry for v in checked if not v.ok] == [f"{GROUP}-d1 model"]
 
 
-def test_a_v1_season_sealed_with_the_boards_key_is_never_revealed_once_a_v2_season_derives_from_it(
+def test_a_v1_season_sealed_with_the_boards_key_is_revealed_by_its_draws_openings_never_the_key(
         season, tmp_path, monkeypatch):
-    """Season 2026-s1 (v1) was sealed with the board's key itself: publishing it would open every later season."""
-    from reconbench.core.seal import commitment, draw_members
+    """Season 2026-s1 (v1) was sealed with the board's key itself, from which 2026-s2's key derives: its reveal
+    publishes each draw's seed and nonce, which open its commitments (and verify recomputes), never the key."""
+    from reconbench.core.seal import DrawOpenings, commitment, draw_members
     from reconbench.core.tracks import get_track
-    from reconbench.image.sealed import pool
-    from reconbench.submissions.seal_reveal import reveal
+    from reconbench.image.sealed import members, pool
+    from reconbench.submissions.seal_reveal import read_reveal, reveal, verify
 
     home, master, registry = season
-    monkeypatch.setattr("reconbench.image.sealed.sealed_path", lambda name: home / "data" / name)
     rows = json.loads(registry.read_text())["tracks"]
     old = next(r for r in rows if r["id"] == "fashion-n100-sealed-d0")
     group = "fashion-n100-sealed-old"
@@ -248,13 +248,18 @@ def test_a_v1_season_sealed_with_the_boards_key_is_never_revealed_once_a_v2_seas
     mixed = tmp_path / "registry.json"
     mixed.write_text(json.dumps({"schema_version": 1, "tracks": rows + [old | {"id": f"{group}-d0", "seal": seal}]}))
     monkeypatch.setenv("RECONBENCH_REGISTRY", str(mixed))
-    with pytest.raises(SealError, match="from which season 2026-s2's key derives"):
-        reveal(master, "old", tmp_path / "old.json")
-    assert not (tmp_path / "old.json").exists()
-    other = _key()  # a v1 season of a key no v2 season derives from is revealed as before
-    seal = seal | {"commitment": commitment(other, group, 0, old["seal"]["pool_sha256"], draw_members(other, group, 0, labels))}
-    mixed.write_text(json.dumps({"schema_version": 1, "tracks": rows + [old | {"id": f"{group}-d0", "seal": seal}]}))
-    assert reveal(other, "old", tmp_path / "old.json")["key"] == other.hex()
+    with pytest.raises(SealError, match="does not open"):
+        reveal(_key(), "old", tmp_path / "wrong.json")
+    reveal(master, "old", tmp_path / "old.json")
+    text = (tmp_path / "old.json").read_text()
+    assert master.hex() not in text and season_key(master, SEASON_V2).hex() not in text and '"key"' not in text
+    opened, season_name = read_reveal(tmp_path / "old.json")
+    assert isinstance(opened, DrawOpenings) and season_name == "old"
+    track = get_track(f"{group}-d0")
+    assert (members(track, opened) == members(track, master)).all()
+    assert verify(opened, "old", tmp_path / "submissions")[0] == {track.id: seal["commitment"]}
+    with pytest.raises(SealError, match="do not include it"):  # they open that season's draws only
+        draw_members(opened, group, 1, labels)
 
 
 def test_the_committed_season_ships_only_ciphertext_and_hashes_that_bind_it():

@@ -69,6 +69,31 @@ def _derive(key: bytes, purpose: str, group: str, draw: int) -> bytes:
     return hmac.new(key, f"{SCHEME}/{purpose}/{group}/{int(draw)}".encode(), hashlib.sha256).digest()
 
 
+class DrawOpenings:
+    """A revealed v1 season without its key: per draw, its seed and nonce (the two HMACs above). Season 2026-s1
+    was sealed with the board's key itself, from which every later season's key derives, so its reveal
+    publishes these instead of the key (`recon-submit seal reveal`); they open its commitments and nothing
+    else. Accepted wherever a v1 key is (draw_members, commitment, open_draw)."""
+
+    def __init__(self, draws: dict[str, tuple[bytes, bytes]]):
+        self.draws = dict(draws)  # "<group>/<draw>" -> (seed, nonce)
+
+    @classmethod
+    def of(cls, key: bytes, draws: list[tuple[str, int]]) -> "DrawOpenings":
+        return cls({f"{g}/{int(d)}": (_derive(key, "draw", g, d), _derive(key, "nonce", g, d)) for g, d in draws})
+
+    def derive(self, purpose: str, group: str, draw: int) -> bytes:
+        try:
+            seed, nonce = self.draws[f"{group}/{int(draw)}"]
+        except KeyError:
+            raise SealError(f"sealed track '{group}' draw {draw}: the revealed openings do not include it") from None
+        return seed if purpose == "draw" else nonce
+
+
+def _v1(key, purpose: str, group: str, draw: int) -> bytes:
+    return key.derive(purpose, group, draw) if isinstance(key, DrawOpenings) else _derive(key, purpose, group, draw)
+
+
 def record_signer(key: bytes):
     """The ed25519 key that signs the season's sealed.json records: its 32-byte seed is an HMAC of the
     seal key under its own label, so the public half says nothing about the key or the members."""
@@ -88,7 +113,7 @@ def draw_members(key: bytes, group: str, draw: int, labels: np.ndarray) -> np.nd
     """(P,) bool: the members of draw `draw` of sealed track `group`, over a pool with these labels.
     Per class, half of the pool's items (the pool holds an even count of each class)."""
     labels = np.asarray(labels)
-    rng = np.random.default_rng(int.from_bytes(_derive(key, "draw", group, draw)[:16], "big"))
+    rng = np.random.default_rng(int.from_bytes(_v1(key, "draw", group, draw)[:16], "big"))
     members = np.zeros(len(labels), dtype=bool)
     for c in np.unique(labels):
         where = np.flatnonzero(labels == c)
@@ -100,7 +125,7 @@ def draw_members(key: bytes, group: str, draw: int, labels: np.ndarray) -> np.nd
 
 def commitment(key: bytes, group: str, draw: int, pool_sha256: str, members: np.ndarray) -> str:
     """The published commitment to one draw (module docstring)."""
-    nonce = _derive(key, "nonce", group, draw)
+    nonce = _v1(key, "nonce", group, draw)
     bits = np.packbits(np.asarray(members, dtype=bool)).tobytes()
     return hashlib.sha256(SCHEME.encode() + nonce + bytes.fromhex(pool_sha256) + bits).hexdigest()
 

@@ -17,8 +17,8 @@ registry (image/sealed.open_weights), and recomputes each update twin's observat
 board's sealed run records (core/sealed_runs.py) are recomputed by the `hooks` the caller hands in: each is
 called as hook(season_key, season, root, tracks) and returns more Verified lines.
 
-Season 2026-s1 (v1) was sealed with the board's key itself, so its key is never revealed while a v2 season
-derives from it (`reveal` refuses): 2026-s1 is burned, its membership public anyway (core/seasons.py).
+Season 2026-s1 (v1) was sealed with the board's key itself, so its reveal publishes each draw's seed and nonce
+(core/seal.DrawOpenings), never the key: they open its commitments, and `verify` recomputes as before.
 """
 
 from __future__ import annotations
@@ -53,50 +53,37 @@ def open_season(key: bytes, season: str) -> dict[str, str]:
     return {t.id: t.seal.commitment for t in tracks}
 
 
-def _derives_a_v2_season(key: bytes) -> str | None:
-    """The v2 season whose key derives from `key`, if any (one draw per season is opened to tell)."""
-    from reconbench.core.seal import season_key
-    from reconbench.image.sealed import opened_draw
-
-    firsts = {}
-    for t in sealed_tracks():
-        if t.seal.scheme == "v2":
-            firsts.setdefault(t.seal.season, t)
-    for season, track in sorted(firsts.items()):
-        try:
-            opened_draw(track, season_key(key, season))
-            return season
-        except SealError:
-            continue
-    return None
-
-
 def reveal(key: bytes, season: str, out: Path) -> dict:
-    """Write the reveal file of `season`. `key` is the board's key; a v2 season publishes the season key derived
-    from it, never `key` itself."""
+    """Write the reveal file of `season` from the board's key, which is never itself published: a v2 season
+    publishes its season key (core/seal.season_key); a v1 season, sealed with the board's key directly,
+    publishes each draw's seed and nonce (core/seal.DrawOpenings), which open its commitments and nothing else."""
     from reconbench.core.io import atomic_path
-    from reconbench.core.seal import SCHEME_V2, season_key
+    from reconbench.core.seal import SCHEME_V2, DrawOpenings, season_key
 
     if is_v2(season):
         published = season_key(key, season)
-        commitments = open_season(published, season)
-        scheme = SCHEME_V2
+        document = {"scheme": SCHEME_V2, "season": season, "key": published.hex(),
+                    "commitments": open_season(published, season)}
     else:
-        derived = _derives_a_v2_season(key)
-        if derived is not None:
-            raise SealError(f"season '{season}' was sealed with the board's key itself, from which season "
-                            f"{derived}'s key derives: revealing it would open {derived}. It is never revealed "
-                            "(a burned season's membership is public anyway)")
-        commitments, published, scheme = open_season(key, season), key, SCHEME
-    document = {"scheme": scheme, "season": season, "key": published.hex(), "commitments": commitments}
+        commitments = open_season(key, season)
+        openings = DrawOpenings.of(key, [(t.seal.group, t.seal.draw) for t in sealed_tracks(season)])
+        document = {"scheme": SCHEME, "season": season, "commitments": commitments,
+                    "openings": {name: {"seed": seed.hex(), "nonce": nonce.hex()}
+                                 for name, (seed, nonce) in sorted(openings.draws.items())}}
     with atomic_path(out) as tmp:
         tmp.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return document
 
 
-def read_reveal(path: Path) -> tuple[bytes, str]:
+def read_reveal(path: Path):
+    """(what opens the season: its key, or a v1 season's DrawOpenings; the season)."""
+    from reconbench.core.seal import DrawOpenings
+
     try:
         document = json.loads(Path(path).read_text(encoding="utf-8"))
+        if "openings" in document:
+            return DrawOpenings({name: (bytes.fromhex(o["seed"]), bytes.fromhex(o["nonce"]))
+                                 for name, o in document["openings"].items()}), str(document["season"])
         return bytes.fromhex(document["key"]), str(document["season"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise SealError(f"{path}: not a reveal file written by `recon-submit seal reveal` ({type(exc).__name__})") from None
