@@ -133,6 +133,8 @@ def unpack_output(
         fail(f"{to}: already exists")
     try:
         key, season = read_reveal(reveal_file)
+        if not isinstance(key, bytes):  # a v1 season's reveal: per-draw openings, no season key (no board runs)
+            fail(f"{reveal_file}: season {season} publishes no season key; run outputs are those of v2 seasons")
         unpack(archive, key, season, to)
     except SealError as exc:
         fail(str(exc))
