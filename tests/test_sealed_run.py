@@ -339,6 +339,9 @@ def test_hostile_own_attack_sees_neither_the_key_nor_the_weights_nor_the_private
             args = box.command(["python"], package=package, env={}, secrets=parent._secret_paths())
         assert ["--ro-bind", "/dev/null", str(inside)] == args[args.index(str(inside)) - 2:args.index(str(inside)) + 1]
         assert str(board["key_file"]) not in args and str(board["home"]) not in " ".join(args)
+        # the package's data folder (its sealed/ weights among them) is an empty tmpfs in the sandbox
+        data = str(package / "data")
+        assert args[args.index(data) - 1] == "--tmpfs" and not any(a.startswith(data + "/") for a in args)
         done = run(sub, board["key"], out=out, root=board["root"], seal_key_path=inside)
         errors = {p.name: p.read_text() for p in done.out.glob("*.error.txt")}
         assert errors == {} and all(d.status == "scored" for d in done.record.draws), errors
