@@ -91,7 +91,7 @@ def _own(subs: Path, team: str, run: str, code: str, cls: str, scenario: str = "
     return path
 
 
-def test_the_board_runs_a_registered_attack_on_every_draw_signs_one_record_and_verify_recomputes_it(board, tmp_path):
+def test_the_board_runs_a_registered_attack_and_an_own_attack_on_every_draw_and_verify_recomputes_them(board, tmp_path):
     """seal -> the board's sealed run -> validate the record -> reveal -> verify from the private output."""
     from reconbench.core.sealed_runs import SealedRun, record_path
     from reconbench.core.tracks import sealed_draws
@@ -119,9 +119,12 @@ def test_the_board_runs_a_registered_attack_on_every_draw_signs_one_record_and_v
     gap = record.draws[0].membership["ssim"]["gap"]
     assert gap == float(f"{gap:.3g}") and set(record.draws[0].membership["ssim"]) == {"status", "gap", "low", "high", "p"}
     assert set(record.draws[0].metrics) == {"mse", "psnr", "ssim"} and "per_class" not in text and "acc_top1" not in text
-    # validation without the key: the board's record passes
-    (checked,) = check_runs(board["root"])
-    assert checked.ok, checked.message
+    # an own attack folder, run the same way: its record names the source by its hash
+    own = run(_own(board["subs"], "lab-a", "own", PEEK.format(files=[], folders=[]), "Peek"), board["key"],
+              out=board["out"], root=board["root"], seal_key_path=board["key_file"])
+    assert own.record.attack.source_sha256 and all(d.status == "scored" for d in own.record.draws)
+    # validation without the key: the board's records pass
+    assert [c.ok for c in check_runs(board["root"])] == [True, True], [c.message for c in check_runs(board["root"])]
     # the output travels encrypted under the season's key (CI's artifact): nothing readable in it before the reveal
     from reconbench.core.seal import SealError
     from reconbench.pipeline.sealed_run import pack_output, unpack_output
@@ -137,13 +140,14 @@ def test_the_board_runs_a_registered_attack_on_every_draw_signs_one_record_and_v
     published = tmp_path / "published"
     unpack_output(archive, revealed, season, published / SEASON)
     _, verified = verify(revealed, season, board["root"], runs_out=published)
-    (mine,) = [v for v in verified if v.entry.startswith("sealed run")]
-    assert mine.ok, mine.message
+    assert all(v.ok for v in verified), [v.message for v in verified if not v.ok]
+    assert sum(v.entry.startswith("sealed run") for v in verified) == 2  # both runs recomputed
+    assert sum("decrypted" in v.message for v in verified) == DRAWS  # and each draw's weights decrypted and checked
     # an output swapped after the run is caught by its MAC
     out = published / SEASON / "lab-a" / "first"
     shutil.copy(out / draws[0].id / "reconstructions.safetensors", out / draws[1].id / "reconstructions.safetensors")
     _, verified = verify(revealed, season, board["root"], runs_out=published)
-    (mine,) = [v for v in verified if v.entry.startswith("sealed run")]
+    (mine,) = [v for v in verified if v.entry == f"sealed run {SEASON}/lab-a/first"]
     assert not mine.ok and "output_mac" in mine.message
 
 
