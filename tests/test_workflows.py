@@ -103,7 +103,7 @@ def test_trust_rules(path):
 
 def test_validate_runs_the_base_toolkit_on_the_pull_requests_files():
     wf = load(WORKFLOWS / "validate.yml")
-    assert wf["on"]["pull_request"]["paths"] == ["submissions/**", "judgements/**"]
+    assert wf["on"]["pull_request"]["paths"] == ["submissions/**", "judgements/**", "sealed-submissions/**"]
     steps = wf["jobs"]["validate"]["steps"]
     base_checkout = steps[0]
     assert base_checkout["with"]["ref"] == "${{ github.event.pull_request.base.sha }}"
@@ -122,7 +122,8 @@ def test_the_sealed_numbers_use_the_key_without_running_pull_request_code():
     wf = load(WORKFLOWS / "sealed.yml")
     assert wf["on"] == {"workflow_run": {"workflows": ["validate submissions"], "types": ["completed"]}}
     assert load(WORKFLOWS / "validate.yml")["name"] == "validate submissions"
-    (job,) = wf["jobs"].values()
+    assert set(wf["jobs"]) == {"sealed", "sealed-runs"}  # the second: the board's sealed runs (test below)
+    job = wf["jobs"]["sealed"]
     assert "workflow_run.event == 'pull_request'" in job["if"] and "conclusion == 'success'" in job["if"]
     assert job["environment"] == "sealed-validation" and job["permissions"] == {"contents": "read"}
     base, pr = [s for s in job["steps"] if s.get("uses", "").startswith("actions/checkout@")]
@@ -135,7 +136,7 @@ def test_the_sealed_numbers_use_the_key_without_running_pull_request_code():
         assert never not in runs, never
     assert not any("${{" in s.get("run", "") for s in job["steps"])  # no expression is pasted into a shell line
     keyed = [s for s in job["steps"] if "secrets." in yaml.safe_dump(s)]
-    assert len(keyed) == 1 and text.count("secrets.") == 1 and keyed[0]["env"]["SEAL_KEY"] == "${{ secrets.SEAL_KEY }}"
+    assert len(keyed) == 1 and text.count("secrets.") == 2 and keyed[0]["env"]["SEAL_KEY"] == "${{ secrets.SEAL_KEY }}"
     assert "--seal-key \"$key_file\"" in keyed[0]["run"] and "umask 077" in keyed[0]["run"] and "trap" in keyed[0]["run"]
     assert "../base/maintainers/reproducers.toml" in keyed[0]["env"]["RECONBENCH_REPRODUCERS"]
 
@@ -160,6 +161,69 @@ def test_the_sealed_workflow_lists_only_entries_that_differ_from_main(tmp_path):
     listed = sorted((tmp_path / "changed-paths.bin").read_text().split("\0")[:-1])
     assert listed == ["submissions/t/changed/result.json", "submissions/t/new\n$(id) ::error::x/result.json"]
     assert res.stdout.strip() == "2 entries to score" and "id" not in res.stdout
+
+
+def test_the_board_s_sealed_runs_hold_the_key_only_behind_the_sandbox():
+    """Issue 43, item 1: the sealed-runs job runs a pull request's sealed submissions (its attack code) with the key,
+    so the sandbox is what protects it: bubblewrap required and able to start, main's toolkit, the pull request's
+    sealed-submissions/ only, the key in a mode-600 file of the runner's temp folder for one step (outside every
+    folder the sandbox binds), the records and the private output as separate artifacts, the output kept briefly."""
+    text = (WORKFLOWS / "sealed.yml").read_text()
+    wf = load(WORKFLOWS / "sealed.yml")
+    job = wf["jobs"]["sealed-runs"]
+    assert job["if"] == wf["jobs"]["sealed"]["if"] and job["environment"] == "sealed-validation"
+    assert job["permissions"] == {"contents": "read"} and job["env"]["RECONBENCH_SANDBOX"] == "bubblewrap"
+    base, pr = [s for s in job["steps"] if s.get("uses", "").startswith("actions/checkout@")]
+    assert "ref" not in base["with"] and "repository" not in base["with"]
+    assert pr["with"]["ref"] == "${{ github.event.workflow_run.head_sha }}" and pr["with"]["path"] == "pr"
+    assert pr["with"]["sparse-checkout"].split() == ["/sealed-submissions/"]
+    runs = "\n".join(s.get("run", "") for s in job["steps"])
+    assert "pip install --quiet ./base" in runs and "install --quiet ./pr" not in runs and "apparmor_restrict_unprivileged_userns=0" in runs
+    for never in ("make ", "pytest", "evaluate", "reproduce", "validate"):
+        assert never not in runs, never
+    assert not any("${{" in s.get("run", "") for s in job["steps"])
+    (keyed,) = [s for s in job["steps"] if "secrets." in yaml.safe_dump(s)]
+    assert keyed["env"] == {"SEAL_KEY": "${{ secrets.SEAL_KEY }}"} and "umask 077" in keyed["run"] and "trap" in keyed["run"]
+    assert '"$RUNNER_TEMP/seal.key"' in keyed["run"] and "unset SEAL_KEY" in keyed["run"]
+    assert "recon-submit seal run" in keyed["run"] and '--seal-key "$key_file"' in keyed["run"]
+    assert [s for s in job["steps"] if "recon-submit" in s.get("run", "")] == [keyed]  # the only step that runs code
+    uploads = {s["with"]["name"]: s["with"] for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact@")}
+    assert set(uploads) == {"sealed-run-records", "sealed-run-output"}
+    assert uploads["sealed-run-records"]["path"].endswith("sealed-runs/*/*/*/record.json")
+    assert uploads["sealed-run-output"]["retention-days"] <= 7 < uploads["sealed-run-records"]["retention-days"]
+    # the output leaves the runner encrypted (a public repository's artifacts are public): packed in the keyed step,
+    # from a folder in the runner's temp folder that the same step removes
+    assert uploads["sealed-run-output"]["path"] == "sealed-run-output" and "seal pack-output" in keyed["run"]
+    assert '--out "$out"' in keyed["run"] and 'out="$RUNNER_TEMP/sealed-run-output"' in keyed["run"]
+    assert 'rm -rf "$out"' in keyed["run"]
+    assert "HOLDS THE KEY" in text  # the header says so, and why the sandbox is what protects it
+
+
+def test_the_sealed_runs_listing_takes_only_changed_submissions_as_nul_separated_data(tmp_path):
+    wf = load(WORKFLOWS / "sealed.yml")
+    script = next(s["run"] for s in wf["jobs"]["sealed-runs"]["steps"] if s.get("name", "").startswith("List the sealed"))
+    for side in ("base", "pr"):
+        for run in ("same", "changed"):
+            folder = tmp_path / side / "sealed-submissions" / "2026-s2" / "t" / run
+            folder.mkdir(parents=True)
+            (folder / "submission.toml").write_text(run + (side if run == "changed" else ""))
+    odd = tmp_path / "pr" / "sealed-submissions" / "2026-s2" / "t" / "new\n$(id) ::error::x"
+    odd.mkdir()
+    (odd / "submission.toml").write_text("new")
+    link = tmp_path / "pr" / "sealed-submissions" / "2026-s2" / "t" / "link"
+    link.mkdir()
+    (link / "submission.toml").symlink_to(tmp_path / "base" / "sealed-submissions" / "2026-s2" / "t" / "same" / "submission.toml")
+    res = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], cwd=tmp_path, env={"PATH": "/usr/bin:/bin"},
+                         capture_output=True, text=True, timeout=30)
+    assert res.returncode == 0, res.stderr
+    listed = sorted((tmp_path / "sealed-paths.bin").read_text().split("\0")[:-1])
+    assert listed == ["sealed-submissions/2026-s2/t/changed/submission.toml",
+                      "sealed-submissions/2026-s2/t/new\n$(id) ::error::x/submission.toml"]
+    assert res.stdout.strip() == "2 sealed submissions to run" and "id" not in res.stdout
+    shutil.rmtree(tmp_path / "pr" / "sealed-submissions")  # a pull request without any: nothing listed, no error
+    res = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], cwd=tmp_path, env={"PATH": "/usr/bin:/bin"},
+                         capture_output=True, text=True, timeout=30)
+    assert res.returncode == 0 and res.stdout.strip() == "0 sealed submissions to run"
 
 
 def test_site_deploys_with_pages_actions():

@@ -58,6 +58,9 @@ class DrawOutcome(BaseModel):
     metrics: dict = Field(default_factory=dict)  # the public metrics against the draw's pool (means)
     membership: dict | None = None  # per metric: gap, low, high, p (members against the pool's holdout half)
     extraction: dict | None = None  # image/sealed_scores.extraction_count's record, relabelling strata included
+    # HMAC-SHA256(season key, "reconbench-seal/run-output/<track>/<sha256 of the reconstructions file>"): after the
+    # reveal it ties the published output to this record; before it, it tells nothing (pipeline/sealed_run.py)
+    output_mac: str | None = None
 
 
 class SealedRun(BaseModel):

@@ -220,6 +220,9 @@ def _build_site(root: Path, *, rescore: bool, device: str, galleries: bool, site
     timings["warm_baselines"] = time.perf_counter() - t0
     t_val = time.perf_counter()
     reports = load_reports(root, rescore=rescore, device=device)
+    from reconbench.leaderboard.sealed_runs_view import use_root
+
+    use_root(root)  # the sealed twins' pages read the board's run records from it
     release_validation_memory()
     timings["validate"] = time.perf_counter() - t_val
     # an entry whose result.json did not parse goes to the first modality's board, which lists it as failed

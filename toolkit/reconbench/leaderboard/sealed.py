@@ -118,6 +118,8 @@ def twin_pages(tracks: list, reports: list, counts: dict[str, int]) -> list[dict
     pages = []
     for group, draws in sorted(groups.items()):
         draws.sort(key=lambda t: t.seal.draw)
-        pages.append(dict(path=f"leaderboards/{group}.md", sealed=sealed_view(draws[0], reports),
+        from reconbench.leaderboard.sealed_runs_view import with_runs  # the board's run records (v2 twins)
+
+        pages.append(dict(path=f"leaderboards/{group}.md", sealed=with_runs(sealed_view(draws[0], reports), group),
                           draws=[dict(track=t, count=counts.get(t.id, 0)) for t in draws]))
     return pages

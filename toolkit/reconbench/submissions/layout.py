@@ -37,6 +37,9 @@ ATTACK_DIR = "attack"  # a bring-your-own attack's source (reconbench.core.attac
 SEALED_FILE = "sealed.json"  # a sealed track's numbers scored at validation with the seal key (reconbench.image.sealed)
 ENTRY_FILES = (RESULT_FILE, RECONSTRUCTIONS_FILE, TEXT_RECONSTRUCTIONS_FILE, README_FILE, REPRODUCTION_FILE, SEALED_FILE)
 ROOT_FILES = (README_FILE,)  # a page that explains the folder may sit at submissions/README.md
+# The board's sealed run records (core/sealed_runs.RUNS_DIR): not a team's folder; submissions/sealed_run_check.py
+# checks them, and accepts nothing there but <season>/<team>/<run>/record.json: a team folder of that name fails.
+RUNS_FOLDER = "sealed-runs"
 ALLOWED_SUFFIXES = (".json", ".toml", ".md", ".safetensors", ".jsonl")
 
 # Size caps, checked with lstat before a byte is read (a sparse 2 GB file costs nothing to refuse).
@@ -150,7 +153,8 @@ def discover_entries(root: Path = DEFAULT_ROOT) -> list[Path]:
         return []
     out: list[Path] = []
     for team in _scan(root):
-        out += entry_folders(root / team.name)
+        if team.name != RUNS_FOLDER or not team.is_dir(follow_symlinks=False):
+            out += entry_folders(root / team.name)
     return out
 
 
@@ -163,6 +167,8 @@ def all_units(root: Path = DEFAULT_ROOT) -> Selection:
         return sel
     for item in _scan(root):
         path = root / item.name
+        if item.name == RUNS_FOLDER and item.is_dir(follow_symlinks=False):
+            continue  # run records, checked on their own (sealed_run_check)
         if item.is_dir(follow_symlinks=False) or item.is_symlink():
             _add_team(sel, path)  # a link is reported as a team folder that is a link
         elif item.name not in ROOT_FILES:
@@ -194,6 +200,8 @@ def select(paths: list[Path], root: Path = DEFAULT_ROOT) -> Selection:
             sel.outside.append(show(str(given)))
             continue
         parts = rel.parts
+        if parts and parts[0] == RUNS_FOLDER and _is_real_dir(root_abs / RUNS_FOLDER):
+            continue  # a run record: checked on its own (sealed_run_check)
         if not parts:
             for unit in all_units(root).units:
                 sel.add(unit)

@@ -96,10 +96,11 @@ class Verified:
     message: str
 
 
-def verify(key: bytes, season: str, root: Path, hooks=()) -> tuple[dict[str, str], list[Verified]]:
+def verify(key: bytes, season: str, root: Path, hooks=(), runs_out: Path | None = None) -> tuple[dict[str, str], list[Verified]]:
     """Open the season's commitments, then recompute every published sealed.json under `root` (v1), decrypt and
     check every encrypted file (v2), recompute every update twin's observation, and run `hooks` (the board's
-    sealed run records: hook(key, season, root, tracks) -> list[Verified])."""
+    sealed run records: hook(key, season, root, tracks) -> list[Verified]); with `runs_out` (the board's output of
+    its sealed runs, published after the reveal), recompute every run record of the season from it (verify_runs)."""
     from reconbench.core.io import load_arrays
     from reconbench.core.sealed_records import unsigned
     from reconbench.core.sealed_weights import opening_season
@@ -143,4 +144,46 @@ def verify(key: bytes, season: str, root: Path, hooks=()) -> tuple[dict[str, str
                                     "recomputed from the members: DIFFERS from the published gradient or updated model"))
         for hook in hooks:
             out.extend(hook(key, season, Path(root), dict(tracks)))
+        if runs_out is not None:
+            out += verify_runs(key, season, root, Path(runs_out))
     return opened, out
+
+
+def verify_runs(key: bytes, season: str, root: Path, runs_out: Path) -> list[Verified]:
+    """Every run record of the season (core/sealed_runs) recomputed from the board's output of that run: each
+    scored draw's reconstructions file must be the one the record's output_mac names, and its membership gap and
+    extraction count, recomputed with the revealed key and rounded as the board rounds them, the record's."""
+    from reconbench.core.io import load_arrays
+    from reconbench.core.sealed_run_verdict import published
+    from reconbench.core.sealed_runs import read_runs
+    from reconbench.core.tracks import get_track
+    from reconbench.image import sealed_scores as sealed
+    from reconbench.image.results import RECONSTRUCTIONS_FILE
+    from reconbench.pipeline.sealed_run import output_mac
+
+    import hmac
+
+    out = []
+    for record in read_runs(root):
+        if record.season != season:
+            continue
+        name = f"{record.season}/{record.team}/{record.run}"
+        problems = []
+        for draw in record.draws:
+            if draw.status != "scored":
+                continue
+            file = Path(runs_out) / record.season / record.team / record.run / draw.track / RECONSTRUCTIONS_FILE
+            if not file.is_file():
+                problems.append(f"{draw.track}: no {RECONSTRUCTIONS_FILE} in the run's output")
+                continue
+            if not hmac.compare_digest(output_mac(key, draw.track, file), str(draw.output_mac)):
+                problems.append(f"{draw.track}: the output is not the one the record was scored on (output_mac)")
+                continue
+            arrays = load_arrays(file)
+            fresh = published(sealed.sealed_numbers(get_track(draw.track), key, arrays["images"], arrays["labels"]))
+            if not (sealed.same_numbers(fresh["membership"], draw.membership, 1e-2)
+                    and sealed.same_numbers(fresh["extraction"], draw.extraction, 1e-2)):
+                problems.append(f"{draw.track}: recomputed numbers DIFFER from the record")
+        ok = not problems
+        out.append(Verified(f"sealed run {name}", ok, "recomputed from the run's output: equal" if ok else "; ".join(problems)))
+    return out

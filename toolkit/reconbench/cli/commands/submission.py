@@ -4,6 +4,7 @@ runs on a pull request), `schema` (the JSON Schema of result.json). Logic: recon
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -180,7 +181,13 @@ def register(app: typer.Typer) -> None:
         key = read_seal_key(seal_key) if seal_key is not None else None
         if write_sealed and key is None:
             fail("--write-sealed needs --seal-key")
-        kept = set(selected or [])
+        from reconbench.submissions.sealed_run_check import runs_report, touched
+
+        kept = {p for p in selected or [] if not touched(root, [p]) or os.path.abspath(p) == os.path.abspath(root)}
+        if selected and not kept:  # only run records were named: they are all there is to check
+            runs_ok = runs_report(root, selected, console, summary)
+            sys.stdout.write(studies.render(study_reports, format, console))
+            raise typer.Exit(0 if runs_ok and all(r.ok for r in study_reports) else 1)
         report = validate_board(None if from_file is None else [p for p in from_file if p in kept], root,
                                 rescore=not no_rescore, device=device, weights_dir=weights_dir,
                                 explicit=[p for p in explicit if p in kept] or None if explicit else None,
@@ -195,7 +202,8 @@ def register(app: typer.Typer) -> None:
                 f.write(render_markdown(report) + studies.render(study_reports, "markdown", console))
         if format != "json":  # json: merged into the one document above
             sys.stdout.write(studies.render(study_reports, format, console))
-        if not report.ok or not all(r.ok for r in study_reports):
+        runs_ok = runs_report(root, selected, console, summary, quiet=format == "json")  # the board's sealed run records
+        if not report.ok or not all(r.ok for r in study_reports) or not runs_ok:
             raise typer.Exit(1)
 
     @app.command()

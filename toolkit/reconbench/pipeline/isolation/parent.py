@@ -111,7 +111,7 @@ def _secret_paths() -> list[str]:
     from reconbench.core.cache import cache_root
 
     names = ("RECONBENCH_HOME", "RECONBENCH_CACHE", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "TORCH_HOME", "HF_HOME")
-    return [str(cache_root())] + [os.environ[n] for n in names if os.environ.get(n)] + _hub_paths()
+    return [str(cache_root())] + [os.environ[n] for n in names if os.environ.get(n)] + _hub_paths() + sandbox.hidden()
 
 
 def _child_env(scratch: Path, threads: int, *, sandboxed: bool = False, cache: Path | None = None) -> dict[str, str]:

@@ -152,6 +152,26 @@ def choose(env: dict[str, str] | None = None) -> Bubblewrap | None:
 
 
 _QUIET = [False]
+_HIDDEN: list[str] = []  # more of the evaluator's files the sandbox hides (`hiding`)
+
+
+@contextlib.contextmanager
+def hiding(paths):
+    """Within this block, the sandbox also hides these files and folders wherever they lie inside a bound folder
+    (the board's sealed run: its key file, its private output folder). Outside the bound folders nothing of the
+    host is seen anyway (mounts.py)."""
+    added = [str(p) for p in paths if p]
+    _HIDDEN.extend(added)
+    try:
+        yield
+    finally:
+        for p in added:
+            _HIDDEN.remove(p)
+
+
+def hidden() -> list[str]:
+    return list(_HIDDEN)
+
 
 
 @contextlib.contextmanager
