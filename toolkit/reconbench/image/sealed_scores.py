@@ -126,11 +126,25 @@ def extraction_count(track: Track, images: np.ndarray, labels: np.ndarray, membe
     return out
 
 
+def block_candidates(track: Track, key: bytes | None = None) -> Candidates:
+    """A v2 draw's relabelling candidates: the whole sealed block, with its members marked. Every block image of a
+    class was equally likely to be drawn a member (core/seal.block_draw), so this is the null core/relabel.py
+    tests against; with the pool's other half alone one member per draw could never reach ALPHA over K = 5."""
+    from reconbench.image.sealed import block, opened_draw
+
+    indices, inside, _ = opened_draw(track, key)
+    candidates = block(track)
+    mask = np.zeros(len(candidates.labels), dtype=bool)
+    mask[indices[inside]] = True
+    return candidates, mask
+
+
 def sealed_numbers(track: Track, key: bytes, images: np.ndarray, labels: np.ndarray, device: str = "cpu",
                    candidates: Candidates | None = None) -> dict:
     """What validate publishes for one sealed entry: the draw's membership gap per metric (members vs
     the pool's other half, the permutation test of core/membership.py) and the extraction count, with its
-    relabelling block over `candidates` (default the pool) unless the draw's season is burned."""
+    relabelling block over `candidates` (default: a v2 draw's whole sealed block, block_candidates; a v1 draw's
+    pool) unless the draw's season is burned."""
     from reconbench.core.seasons import burned
 
     import torch
@@ -141,6 +155,8 @@ def sealed_numbers(track: Track, key: bytes, images: np.ndarray, labels: np.ndar
 
     whole, inside = pool(track, key), members(track, key)
     mem, non = whole.subset(np.flatnonzero(inside)), whole.subset(np.flatnonzero(~inside))
+    if candidates is None and seal_of(track).scheme == "v2":
+        candidates = block_candidates(track, key)
     rec = torch.from_numpy(np.ascontiguousarray(images))
     shape = tuple(track.input_shape)
     tar, hold = torch.from_numpy(mem.images), torch.from_numpy(non.images)

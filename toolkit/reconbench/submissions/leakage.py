@@ -158,15 +158,22 @@ def sealed_confirmations(root: Path) -> dict[tuple[str, str], str]:
     track's sealed twin (core/sealed_runs.confirmed), from run records that check out: readable, every draw
     a draw of the run's twin, season and open track in the registry, not of a burned season, the model the
     registry pins, every draw of the twin present, and signed by the draws' pinned record signer (as
-    sealed.json records are: core/sealed_records.py). A record in a pull request that fails any of these
-    confirms nothing."""
+    sealed.json records are: core/sealed_records.py), and passing every check validate makes of a run record
+    (submissions/sealed_run_check.check_runs: its tier is what its own numbers give, within the run limit). A
+    record in a pull request that fails any of these confirms nothing."""
     from pydantic import ValidationError
 
     from reconbench.core.io import strict_json_loads
     from reconbench.core.sealed_runs import RECORD_FILE, RUNS_DIR, SealedRun, confirmed
 
+    from reconbench.submissions.sealed_run_check import check_runs
+
+    # every check validate makes of a record (its path, its tier from its own numbers, the run limit), then this one's
+    passed = {c.path for c in check_runs(root) if c.ok}
     runs = []
     for path in sorted((Path(root) / RUNS_DIR).glob(f"*/*/*/{RECORD_FILE}")):
+        if str(path) not in passed:
+            continue
         try:
             raw = strict_json_loads(path.read_text(encoding="utf-8"))
             run = SealedRun.model_validate(raw)
