@@ -145,15 +145,33 @@ def season(tmp_path, monkeypatch):
     return key, rows
 
 
+def numbers_for(tier: str | None, draw: int) -> dict:
+    """A draw's numbers that give `tier` across five draws (validate recomputes a record's tier from its numbers,
+    submissions/sealed_run_check.py): a clear SSIM gap for a membership signal, one member extracted per draw
+    among the block's candidates as well for "extracts"."""
+    if tier is None:
+        return {}
+    out = {"membership": {"ssim": {"status": "computed", "gap": 0.1, "low": 0.05, "high": 0.15, "p": 1e-4}}}
+    if tier == "extracts":
+        from reconbench.core.relabel import Stratum, record
+
+        out["extraction"] = {"members": 1, "n_members": 100, "holdout": 0, "n_holdout": 100, "expected_members": 2e-5,
+                             "expected_holdout": 2e-5, "threshold": 5.2e-4, "p": 2e-5, "extracts": True,
+                             "relabel": record([Stratum(f"{draw}/0", 486, 10, 1, 1)])}
+    return out
+
+
 def write_run(root: Path, key: bytes, rows: list, tier: str | None, *, sign=True, drop=0, season="test-season-2",
               open_twin=OPEN, model=None, team="alpha", name="run1") -> Path:
     from reconbench.core.sealed_records import sign_record
     from reconbench.core.sealed_runs import record_path
 
-    draws = [dict(track=r["id"], model_sha256=model or r["target_model_sha256"], status="scored") for r in rows[drop:]]
+    draws = [dict(track=r["id"], model_sha256=model or r["target_model_sha256"], status="scored", **numbers_for(tier, d))
+             for d, r in enumerate(rows[drop:])]
     run = {"schema": "reconbench-sealed-run/1", "season": season, "twin": "fashion-n100-sealed-t", "open_twin": open_twin,
            "team": team, "run": name, "attack": {"name": "carried", "source_sha256": SOURCE, "scenario": CELL},
-           "ran_at": "2026-12-07T00:00:00Z", "draws": draws, "tier": tier}
+           "ran_at": "2026-12-07T00:00:00Z", "draws": draws, "tier": tier,
+           "extracts": len(draws) if tier == "extracts" else None}
     path = record_path(root, season, team, name)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(sign_record(run, key) if sign else run))
