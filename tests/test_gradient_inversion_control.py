@@ -146,3 +146,41 @@ def test_inv_alignment_is_not_a_gradient_attack_and_is_refused():
     assert "dynamic/white-box/none" not in ATTACKS["inv-alignment"].scenarios
     with pytest.raises(Exception, match="(?i)scenario|offer"):
         choose_scenario(get_track("fashion-lenet-u1"), ATTACKS["inv-alignment"], None)
+
+
+def _control_entries() -> list:
+    from pathlib import Path
+
+    from reconbench.image.results import RESULT_FILE
+    from reconbench.text.results import parse_any_result
+
+    root = Path(__file__).resolve().parents[1] / "submissions" / "reconbench-baselines"
+    found = []
+    for result in sorted(root.glob(f"fashion-lenet-u*/{RESULT_FILE}")):
+        found.append((result.parent, parse_any_result(result).payload))
+    return found
+
+
+def test_the_control_has_committed_entries_of_deep_leakage_at_each_batch():
+    entries = _control_entries()
+    assert {p.track for _, p in entries if p.attack.name == "deep-leakage"} == {f"fashion-lenet-u{k}" for k in CONTROL_BATCHES}
+    for _, payload in entries:
+        assert payload.attack.config["label"] == "idlg" and payload.attack.config["iterations"] == 300
+
+
+@pytest.mark.slow  # validation re-scores and searches the public pool for copies: a minute or so
+def test_the_batch_one_entry_validates_reproduced_and_extracts_its_member():
+    """The committed Deep Leakage entry on fashion-lenet-u1: signed, re-scored, reproduced (a listed
+    reproducer's record for this very payload) and its count extracts the one member at p < alpha."""
+    from reconbench.core.membership import ALPHA
+    from reconbench.core.verdict import EXTRACTS, entry_verdict
+    from reconbench.submissions import validate_board
+
+    (entry, payload), = [(e, p) for e, p in _control_entries() if p.track == "fashion-lenet-u1" and p.attack.name == "deep-leakage"]
+    report = validate_board([entry], entry.parents[1], rescore=True)
+    assert report.ok, [(r.entry_id, [c.message for c in r.checks if c.status == "fail"]) for r in report.entries]
+    (r,) = report.entries
+    assert r.trust == "reproduced"
+    count = payload.membership.extraction
+    assert count.members == count.n_members == 1 and count.holdout == 0 and count.p < ALPHA
+    assert entry_verdict(payload.membership.metrics, count).tier is EXTRACTS  # the board's word: "extracts 1"
