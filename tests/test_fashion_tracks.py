@@ -102,9 +102,12 @@ def test_holdouts_match_the_target_sets_and_judge_like_them():
     for spec in PUBLISHED:
         track = get_track(spec.id)
         splits = load_splits(track)
-        for dynamic in (False, True) if track.update_size else (False,):
+        for dynamic in ((False,) if track.train_size else ()) + ((True,) if track.update_size else ()):
             members, holdout = splits.members(dynamic), load_holdout(track, dynamic)
             assert sorted(members.labels) == sorted(holdout.labels), spec.id
+        if not track.train_size:  # the untrained gradient-inversion control: no training set, no static holdout
+            assert splits.target is None and splits.holdout is None and track.holdout_set_sha256 is None, spec.id
+            continue
         judged = track.evaluation_model.accuracy
         p, n = (judged["target"] + judged["holdout"]) / 2, len(splits.target)
         assert abs(judged["target"] - judged["holdout"]) < 3 * (2 * p * (1 - p) / n) ** 0.5, (spec.id, judged)
