@@ -115,7 +115,7 @@ def test_idlg_needs_a_class_layer():
         idlg_labels([(torch.zeros(3, 4), torch.zeros(3))], ["w", "b"], 10)
 
 
-@pytest.mark.slow  # ~70 CPU-s: four starts of DLG's 300 L-BFGS steps (one start that converges: ~17 s)
+@pytest.mark.slow  # ~70 CPU-s (207 s wall at load 9): four starts of 300 L-BFGS steps (one start that converges: ~17 CPU-s)
 def test_deep_leakage_extracts_the_batch_one_member():
     """DLG's L-BFGS with iDLG's label and 4 restarts (the committed entry's configuration): the member comes
     back far below the extraction threshold. One start is not enough: seed 0's first start stalls at MSE 0.4."""
@@ -168,7 +168,7 @@ def test_the_control_has_committed_entries_of_deep_leakage_at_each_batch():
         assert payload.attack.config["label"] == "idlg" and payload.attack.config["iterations"] == 300
 
 
-@pytest.mark.slow  # validation re-scores and searches the public pool for copies: a minute or so
+@pytest.mark.slow  # validation re-scores and searches the public pool for copies (10 s here with a warm cache)
 def test_the_batch_one_entry_validates_reproduced_and_extracts_its_member():
     """The committed Deep Leakage entry on fashion-lenet-u1: signed, re-scored, reproduced (a listed
     reproducer's record for this very payload) and its count extracts the one member at p < alpha."""
