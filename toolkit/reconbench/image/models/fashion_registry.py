@@ -21,6 +21,8 @@ STATIC = ["static/white-box/none", "static/white-box/same", "static/black-box/no
 SPLIT5 = ["static/white-box/same", "static/white-box/similar", "static/black-box/same", "static/black-box/similar"]
 BIAS_REC = ["static/white-box/none", "static/white-box/same", "static/black-box/same"]
 DYNAMIC = ["dynamic/white-box/none", "dynamic/black-box/same"]
+GRADIENT = ["dynamic/white-box/none"]  # the gradient-inversion control: Deep Leakage's cell (SoK Table 1)
+CONTROL_BATCHES = (1, 2, 4, 8)  # DLG's batches (Zhu et al., NeurIPS'19, Sec. 4: up to 8 images per batch)
 PLANNED_SIZES = (2000, 5000, 10000, 15000, 20000)  # the SoK's MNIST/CIFAR-10 range up to 20,000, for a GPU
 EVALUATOR_OF = {"fashion-mnist": "scnn-eval", "fashion-mnist-split5": "split5-scnn-eval",
                 "fashion-mnist-oddeven": "oddeven-eval-cnn"}
@@ -52,6 +54,10 @@ ROWS = [
              extra_title=", BatchNorm frozen at its initial statistics (SoK Table 7's 'fixed')"),
     *[TrackRow(f"fashion-n1000-u{k}", "mcnn-n1000", DYNAMIC, update_size=k,
                extra_title=f", updated with {k} image{'s' if k > 1 else ''} (one observed batch)") for k in (1, 8, 64)],
+    # issue 44's positive control for gradient inversion: DLG's own setting (an untrained Sigmoid LeNet)
+    *[TrackRow(f"fashion-lenet-u{k}", "lenet-sigmoid-dlg", GRADIENT, update_size=k,
+               extra_title=f", its gradient on an update of {k} image{'s' if k > 1 else ''} observed as one batch "
+                           "(DLG's setting: the gradient-inversion control)") for k in CONTROL_BATCHES],
     TrackRow("fashion-split5-n500", "split5-mcnn-n500", SPLIT5),
     TrackRow("fashion-oddeven-n100", "oddeven-mlp-n100", BIAS_REC),
     *[TrackRow(f"fashion-n{n}", "mcnn-n1000", STATIC, planned_size=n) for n in PLANNED_SIZES],
@@ -64,6 +70,8 @@ def _arch_title(arch: str, kwargs: dict) -> str:
         return f"GMI's MNIST CNN with BatchNorm (width {kwargs['width']})"
     if arch == "mcnn-gn":
         return f"GMI's MNIST CNN with GroupNorm (width {kwargs['width']})"
+    if arch == "lenet-sigmoid":
+        return "DLG's LeNet with Sigmoid activations"
     return f"bias-free {kwargs['in_features']}-{kwargs['hidden']}-{kwargs['num_classes']} ReLU MLP trained by full-batch GD"
 
 
@@ -82,9 +90,10 @@ def row(spec: TrackRow, report: dict) -> dict:
     w = TARGETS[spec.weights]
     size = spec.planned_size or w.train_size
     c, hw = 1, 28 if w.dataset == "fashion-mnist-oddeven" else 32
+    trained = f"{size:,} training images" if size else "untrained (DLG's random initialisation)"
     entry = {
         "id": spec.id,
-        "title": f"{VIEW_TITLE[w.dataset]}, {_arch_title(w.architecture, w.arch_kwargs)}, {size:,} training images"
+        "title": f"{VIEW_TITLE[w.dataset]}, {_arch_title(w.architecture, w.arch_kwargs)}, {trained}"
                  + spec.extra_title.format(dp=_dp_title()),
         "dataset": w.dataset,
         "architecture": w.architecture,
@@ -105,20 +114,21 @@ def row(spec: TrackRow, report: dict) -> dict:
     from reconbench.image.track_files import embedded_file
 
     evaluator = load_model(judge["architecture"], embedded_file(judge["file"]), **judge["arch_kwargs"])
-    judged = {"target": splits.target, "holdout": splits.holdout}
+    # an untrained target (size 0) has no training set and so no holdout matched to it
+    judged = {"target": splits.target, "holdout": splits.holdout} if size else {}
     if splits.update is not None:
         judged |= {"update": splits.update, "update_holdout": splits.update_holdout}
     entry |= {
         "status": "embedded",
         "source": {"kind": "embedded", "model_file": mine["file"]},
         "target_model_sha256": mine["sha256"],
-        "target_set_sha256": splits.target.sha256,
+        **({"target_set_sha256": splits.target.sha256} if size else {}),
         **({"update_set_sha256": splits.update.sha256} if splits.update is not None else {}),
-        "holdout_set_sha256": splits.holdout.sha256,
+        **({"holdout_set_sha256": splits.holdout.sha256} if size else {}),
         **({"update_holdout_set_sha256": splits.update_holdout.sha256} if splits.update is not None else {}),
         "scenarios": spec.scenarios,
         "query_budget": 1_000_000,
-        "train_accuracy": mine["train_accuracy"],
+        **({"train_accuracy": mine["train_accuracy"]} if size else {}),
         "test_accuracy": mine["test_accuracy"],
         "evaluation_model": {
             "architecture": judge["architecture"],
@@ -155,7 +165,9 @@ def report_from_files() -> dict:
         model = load_model(spec.architecture, path, **spec.arch_kwargs)
         entry = {"file": file_of(name), "sha256": sha256_file(path), "architecture": spec.architecture,
                  "arch_kwargs": spec.arch_kwargs}
-        if spec.train_size:
+        if spec.train_size == 0:  # untrained (lenet-sigmoid-dlg): the test split's accuracy only
+            entry |= {"test_accuracy": round(accuracy(model, fashion_splits(spec.dataset, 100).test), 4)}
+        elif spec.train_size:
             splits = fashion_splits(spec.dataset, spec.train_size)
             entry |= {"train_accuracy": round(accuracy(model, splits.target), 4),
                       "test_accuracy": round(accuracy(model, splits.test), 4)}

@@ -27,6 +27,12 @@ Targets (data: reconbench.image.data.fashion_splits):
                         the conv/linear weights and 10 epochs of fine-tuning with the mask fixed
                         (reconbench.zoo.recipes.Prune, Han et al.).
   split5-mcnn-n500      the same on the five private classes (fashion-mnist-split5).
+  lenet-sigmoid-dlg     the gradient-inversion control (issue 44): DLG's LeNet with Sigmoid activations
+                        (models/small.py LeNetSigmoid; mit-han-lab/dlg models/vision.py:15-36) at DLG's
+                        random initialisation and nothing else: DLG attacks the network as initialised
+                        (main.py:50-56: torch.manual_seed(1234), weights and biases ~ U(-0.5, 0.5),
+                        vision.py:9-13), so the model before the update is trained on no image
+                        (|D_tar| of its static setting is 0; it offers only the dynamic cells).
   oddeven-mlp-n100      Bias-Rec's regime: Haim et al.'s MNIST run (github.com/nivha/dataset_reconstruction,
                         command_line_args/train_mnist_odd_even_args.txt: odd/even labels, 250
                         images per class, full-batch GD from a 1e-4 first-layer init) with 50
@@ -76,12 +82,23 @@ LOGISTIC_GD = LogisticGDConfig(steps=6000, lr=0.05, first_layer_init=1e-4, seed=
 
 
 @dataclass(frozen=True)
+class DLGInit:
+    """No training: DLG's initialisation (models/small.py dlg_init; mit-han-lab/dlg main.py:54-56)."""
+
+    seed: int = 1234  # main.py:54 torch.manual_seed(1234)
+    bound: float = 0.5  # vision.py:11-13 uniform_(-0.5, 0.5)
+
+
+DLG_INIT = DLGInit()
+
+
+@dataclass(frozen=True)
 class Weights:
     dataset: str
     architecture: str
     arch_kwargs: dict
-    config: TrainConfig | LogisticGDConfig
-    train_size: int | None = None  # targets: |D_tar|; evaluation classifiers: None (evaluator block)
+    config: TrainConfig | LogisticGDConfig | DLGInit
+    train_size: int | None = None  # targets: |D_tar| (0: untrained); evaluation classifiers: None (evaluator block)
     defense: str | None = None  # SoK Table 10: "dp" (DP-SGD) or "prune", on top of `config`
 
 
@@ -98,6 +115,8 @@ TARGETS = {
     "split5-mcnn-n500": Weights("fashion-mnist-split5", "mcnn", {"num_classes": 5, "width": 16}, ADAM, 500),
     "oddeven-mlp-n100": Weights("fashion-mnist-oddeven", "homogeneous-mlp",
                                 {"in_features": 784, "num_classes": 2, "hidden": 1000, "depth": 1}, LOGISTIC_GD, 100),
+    "lenet-sigmoid-dlg": Weights("fashion-mnist", "lenet-sigmoid", {"in_channels": 1, "num_classes": 10, "image_size": 32},
+                                 DLG_INIT, 0),
 }
 EVALUATORS = {
     "scnn-eval": Weights("fashion-mnist", "scnn", {"num_classes": 10, "width": 8}, EVAL_ADAM),
@@ -122,6 +141,12 @@ def train_with_report(name: str) -> tuple[torch.nn.Module, dict]:
     from reconbench.image.data.fashion_splits import evaluator_training_set, fashion_splits
 
     spec = ALL[name]
+    if isinstance(spec.config, DLGInit):  # untrained: the model as DLG initialises it
+        from reconbench.image.models.small import dlg_init
+
+        with one_torch_thread():
+            model = build_model(spec.architecture, **spec.arch_kwargs)
+            return dlg_init(model, spec.config.seed, spec.config.bound).eval(), {}
     data = fashion_splits(spec.dataset, spec.train_size).target if spec.train_size else \
         evaluator_training_set(spec.dataset)
     with one_torch_thread():
@@ -183,7 +208,9 @@ def build(name: str, out_dir: Path) -> dict:
     save_model(model, path, metadata={"architecture": spec.architecture, "recipe": f"{RECIPE} {name}"})
     report = {"file": file_of(name), "sha256": sha256_file(path), "seconds": seconds,
               "architecture": spec.architecture, "arch_kwargs": spec.arch_kwargs, **spent}
-    if spec.train_size:
+    if spec.train_size == 0:  # untrained: no training set, the test split's accuracy (chance) only
+        report |= {"test_accuracy": round(accuracy(model, fashion_splits(spec.dataset, 100).test), 4)}
+    elif spec.train_size:
         splits = fashion_splits(spec.dataset, spec.train_size)
         report |= {"train_accuracy": round(accuracy(model, splits.target), 4),
                    "test_accuracy": round(accuracy(model, splits.test), 4),

@@ -15,7 +15,7 @@ from torch import nn
 from reconbench.core.io import FileFormatError, atomic_path, sort_safetensors_metadata
 from reconbench.image.models.eval_cnn import EvalCNN
 from reconbench.image.models.gmi_mnist import MCNN, SCNN
-from reconbench.image.models.small import HomogeneousMLP, SmallCNN
+from reconbench.image.models.small import HomogeneousMLP, LeNetSigmoid, SmallCNN
 from reconbench.image.models.vgg import VGG16
 
 def ResNet18(**kwargs) -> nn.Module:  # noqa: N802 - stands for the class
@@ -35,6 +35,7 @@ ARCHITECTURES: dict[str, Callable[..., nn.Module]] = {
     "mcnn": MCNN,  # GMI's MNIST target (the Fashion-MNIST tracks)
     "mcnn-gn": partial(MCNN, norm="group"),  # the same with GroupNorm: fashion-n100-dp (DP-SGD needs per-sample gradients)
     "scnn": SCNN,  # GMI's MNIST evaluation classifier (the Fashion-MNIST tracks' E)
+    "lenet-sigmoid": LeNetSigmoid,  # DLG's LeNet with Sigmoid activations (the gradient-inversion control tracks)
 }
 
 
