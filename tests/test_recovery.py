@@ -13,7 +13,8 @@ import pytest
 from reconbench.core import verdict
 from reconbench.core.recovery import (TAU, RecoveryGroup, RecoveryResult, hypergeometric_pmf, recovery_count,
                                       relabel_p)
-from reconbench.image.metrics.recovery import image_recovery, l2_matrix, public_nearest
+from reconbench.image.metrics.recovery import (image_recovery, l2_matrix, public_nearest, shifted,
+                                               shifted_public_nearest)
 
 
 def brute_relative(rec, rec_y, pool, pool_y, public):
@@ -27,6 +28,36 @@ def brute_relative(rec, rec_y, pool, pool_y, public):
         if dists and dists[0] == 0:
             dists = dists[1:]  # x itself, once
         nn = dists[0] if dists else math.inf
+        out.append(math.inf if nn == 0 else near / nn)
+    return np.array(out)
+
+
+def loop_shift(img, dy, dx):
+    """img (C, H, W) moved by (dy, dx), vacated pixels 0, by loops over the pixels."""
+    out = np.zeros_like(img)
+    _, h, w = img.shape
+    for i in range(h):
+        for j in range(w):
+            if 0 <= i - dy < h and 0 <= j - dx < w:
+                out[:, i, j] = img[:, i - dy, j - dx]
+    return out
+
+
+def brute_shift_relative(rec, rec_y, pool, pool_y, public):
+    """rel(x) with shifts by loops: min over r, s of ||r - s(x)|| over min over y != x, s of ||y - s(x)||."""
+    def dist(a, b):
+        return math.sqrt(((a.astype(np.float64) - b.astype(np.float64)) ** 2).sum())
+
+    out = []
+    for x, c in zip(pool, pool_y):
+        moved = [loop_shift(x, dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1)]
+        near = min((dist(r, m) for r, rc in zip(rec, rec_y) if rc == c for m in moved), default=math.inf)
+        skipped, nn = False, math.inf
+        for y in public:
+            if not skipped and dist(y, x) == 0:
+                skipped = True  # x itself, once (all its shifts)
+                continue
+            nn = min(nn, min(dist(y, m) for m in moved))
         out.append(math.inf if nn == 0 else near / nn)
     return np.array(out)
 
@@ -208,3 +239,86 @@ def test_hostile_inputs_are_refused_with_a_message():
 def test_relabel_p_of_no_hit_is_one():
     g = RecoveryGroup("0", np.full(4, 9.0), np.ones(4), np.array([True, False, True, False]))
     assert relabel_p([g], [g.relative < TAU], 0) == 1.0
+
+
+def test_shift_matches_a_loop_over_the_pixels():
+    rng = np.random.default_rng(3)
+    img = rng.integers(0, 256, (2, 1, 4, 5), dtype=np.uint8)
+    for dy in (-1, 0, 1):
+        for dx in (-1, 0, 1):
+            np.testing.assert_array_equal(shifted(img, dy, dx), np.stack([loop_shift(i, dy, dx) for i in img]))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_shift_tolerant_statistic_matches_loops(seed):
+    public, tar, tar_y, hold, hold_y, rec, rec_y = random_case(seed, classes=2, per_class=3, n_rec=6, size=4)
+    rec[3] = shifted(tar[1:2], 1, 0)[0]  # a shifted member copy
+    rec_y[3] = tar_y[1]
+    public = np.concatenate([public, public[:1]])  # a duplicate: its item (if in the pool) is unrecoverable
+    r = image_recovery(rec, rec_y, tar, tar_y, hold, hold_y, public_nearest(tar, public), public_nearest(hold, public),
+                       public=lambda: public, public_key=f"loops-{seed}")
+    for g in r.groups:
+        c = int(g.key)
+        t, h = np.flatnonzero(tar_y == c), np.flatnonzero(hold_y == c)
+        pool = np.concatenate([tar[t], hold[h]])
+        expected = brute_shift_relative(rec, rec_y, pool, np.full(len(pool), c), public)
+        decided = expected < TAU  # where the count computed nn exactly; elsewhere it keeps a lower bound >= TAU
+        assert np.array_equal(g.relative < TAU, decided)
+        np.testing.assert_allclose(g.relative[decided], expected[decided], rtol=1e-12)
+        assert (g.relative[~decided] <= expected[~decided] + 1e-12).all() and (g.relative[~decided] >= TAU).all()
+    assert (str(int(tar_y[1])), 1) in {(g.key, int(i)) for g in r.groups for i in g.index[(g.relative < TAU) & g.members]}
+    np.testing.assert_allclose(shifted_public_nearest(tar, public), [_nn_loop(x, public) for x in tar], rtol=1e-12)
+
+
+def _nn_loop(x, public):
+    moved = [loop_shift(x, dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1)]
+    skipped, nn = False, math.inf
+    for y in public:
+        if not skipped and (y == x).all():
+            skipped = True
+            continue
+        nn = min(nn, min(math.sqrt(((y.astype(float) - m.astype(float)) ** 2).sum()) for m in moved))
+    return nn
+
+
+def test_shifted_copies_count_and_shifted_look_alikes_do_not():
+    """On Fashion-MNIST (the track's public images): members moved by a pixel are recovered; each member's
+    nearest public neighbour under shifts, moved so that it is nearest, is not."""
+    from reconbench.core.tracks import get_track
+    from reconbench.image.track_files import load_splits, public_dataset
+
+    track = get_track("fashion-n100")
+    s = load_splits(track)
+    public, _ = public_dataset(track)
+    tar, tar_y, hold, hold_y = s.target.images[:30], s.target.labels[:30], s.holdout.images[:30], s.holdout.labels[:30]
+    nn_t, nn_h = public_nearest(tar, public), public_nearest(hold, public)
+    rec = shifted(tar, 0, 1)
+    r = image_recovery(rec, tar_y, tar, tar_y, hold, hold_y, nn_t, nn_h, public=lambda: public, public_key="test")
+    assert r.members == 30 and r.holdout == 0 and r.recovers
+    # look-alikes: for each member, the public image (not itself) and shift nearest to it, moved by that shift
+    import torch
+
+    y = torch.from_numpy(public.reshape(len(public), -1)).double()
+    y_sq = (y * y).sum(1)
+
+    def dists(q):  # (n, 70000) squared distances
+        q = torch.from_numpy(np.ascontiguousarray(q).reshape(len(q), -1)).double()
+        return ((q * q).sum(1)[:, None] + y_sq[None, :] - 2.0 * q @ y.T).clamp_min_(0).round_().numpy()
+
+    own = dists(tar) == 0
+    per_shift = []
+    for dy in (-1, 0, 1):
+        for dx in (-1, 0, 1):
+            d = dists(shifted(tar, dy, dx))
+            d[own] = np.inf
+            per_shift.append(d)
+    per_shift = np.stack(per_shift)  # (9, 30, 70000)
+    flat = per_shift.transpose(1, 0, 2).reshape(len(tar), -1).argmin(1)
+    shift_of, image_of = np.divmod(flat, len(public))
+    moves = [(dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1)]
+    # d_S(y, x) = ||y - s(x)||: the look-alike y itself, at its best shift against x, is what an attacker returns
+    looks = [public[j] for j in image_of]
+    assert len(set(shift_of.tolist())) >= 1 and all(0 <= k < len(moves) for k in shift_of)
+    r = image_recovery(np.stack(looks), tar_y, tar, tar_y, hold, hold_y, nn_t, nn_h, public=lambda: public,
+                       public_key="test")
+    assert r.members == 0
