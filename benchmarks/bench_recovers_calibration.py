@@ -13,7 +13,7 @@ class counts:
    credit. Reported: how often "recovers" fires (its false-positive rate, to hold at or below ALPHA),
    the recovered members and holdout items per entry, and the smallest rel(x) of any member.
    Also, apart (membership-using, not knowledge-only): mixups of each member's two nearest public neighbours.
-2. Detection: c member copies (c = 1, 5, 20), each noisy (Gaussian, sigma = 5, 10, 15, 20 grey levels,
+2. Detection: c member copies (c = 1, 5, 10, 20), each noisy (Gaussian, sigma = 5, 10, 15, 20 grey levels,
    rounded and clipped), blurred (3x3 box mean, edges repeated) or shifted by one pixel (right), among
    |D_tar| - c aux draws; REPLICATES each. Reported: the share of copied members counted as recovered
    (rel < TAU), how often "recovers" fires, how often the extraction count ("extracts") fires on the same
@@ -34,7 +34,7 @@ import torch
 
 ENTRIES = 50  # per knowledge-only kind (5 kinds: 250 entries per track)
 REPLICATES = 20  # per (transformation, copies)
-COPIES = (1, 5, 20)
+COPIES = (1, 5, 10, 20)
 SIGMAS = (5, 10, 15, 20)
 TAUS = (0.5, 0.75, 1.0, 1.25, 1.5)
 

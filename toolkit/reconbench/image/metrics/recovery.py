@@ -34,7 +34,7 @@ import torch
 
 from reconbench.core.recovery import TAU, Recovery, RecoveryGroup, recovery_count
 
-CHUNK_ELEMENTS = 1 << 23
+CHUNK_ELEMENTS = 1 << 21  # distances per block (16 MB of float64): the site build keeps its peak (issue 37)
 _PUBLIC_NN: dict[tuple[str, str], np.ndarray] = {}
 
 
@@ -53,20 +53,19 @@ def l2_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def public_nearest(pool: np.ndarray, public: np.ndarray) -> np.ndarray:
-    """(P,) nn(x) for each pool image: its distance to the nearest public image, one exact copy of
-    itself skipped (a second copy: 0). Squared distances are exact integers, so "a copy" is d == 0."""
-    x, y = _flat(pool), _flat(public)
-    y_sq = (y * y).sum(1)
-    rows = max(1, CHUNK_ELEMENTS // max(1, len(y)))
-    out = []
-    for lo in range(0, len(x), rows):
-        xb = x[lo:lo + rows]
-        d = ((xb * xb).sum(1)[:, None] + y_sq[None, :] - 2.0 * xb @ y.T).clamp_min_(0).round_()
-        two = torch.topk(d, min(2, d.shape[1]), dim=1, largest=False).values
-        first = two[:, 0]
-        second = two[:, 1] if two.shape[1] > 1 else torch.full_like(first, float("inf"))
-        out.append(torch.where(first == 0, second, first))  # x itself is in the public data: skip it once
-    return torch.cat(out).sqrt().numpy() if out else np.zeros(0)
+    """(P,) nn0(x) for each pool image: its distance to the nearest public image, one exact copy of
+    itself skipped (a second copy: 0). Squared distances are exact integers, so "a copy" is d == 0.
+    The public images are taken in blocks (a float64 copy of all 70,000 would be 0.6 GB)."""
+    x = _flat(pool)
+    x_sq = (x * x).sum(1)
+    cols = max(2, CHUNK_ELEMENTS // max(1, len(x)))  # public images per block
+    two = torch.full((len(x), 2), float("inf"), dtype=torch.float64)  # the two smallest so far
+    for lo in range(0, len(public), cols):
+        y = _flat(public[lo:lo + cols])
+        d = (x_sq[:, None] + (y * y).sum(1)[None, :] - 2.0 * x @ y.T).clamp_min_(0).round_()
+        two = torch.topk(torch.cat([two, d], dim=1), 2, dim=1, largest=False).values
+    first, second = two[:, 0], two[:, 1]
+    return torch.where(first == 0, second, first).sqrt().numpy()  # x itself is in the public data: skip it once
 
 
 def pool_public_nearest(key: str, pool: np.ndarray, public_images) -> np.ndarray:
