@@ -44,9 +44,9 @@ def curves_figure(recovery) -> dict | None:
                                   f"relative l2 {_rel(c[1])}" for _, c in hits],
                          "hoverinfo": "text", "marker": {"color": RECOVERED, "size": 9, "symbol": "star"}})
     return {"data": data, "layout": {
-        "xaxis": {"title": {"text": "items, sorted by their best match (best first)"}, "rangemode": "tozero"},
-        "yaxis": {"title": {"text": "SSIM of the best-matching reconstruction (↑)"}},
-        "legend": {"orientation": "h", "y": -0.25}, "margin": {"t": 10, "l": 60, "r": 10, "b": 40}, "height": 340,
+        "xaxis": {"title": {"text": "items, best match first"}, "rangemode": "tozero"},
+        "yaxis": {"title": {"text": "best-match SSIM (↑)"}},
+        "legend": {"orientation": "h", "y": -0.2}, "margin": {"t": 10, "l": 60, "r": 10, "b": 40}, "height": 420,
         "plot_bgcolor": "white", "paper_bgcolor": "white"}}
 
 
