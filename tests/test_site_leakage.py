@@ -73,7 +73,7 @@ def test_the_entry_page_draws_the_per_sample_curves_of_the_recovery_count(bundle
     assert "recovers 0" not in html
     chart = re.search(r'class="rb-chart" id="recovery-[^"]+" data-figure="([^"]+)"', html)
     figure = json.loads(chart.group(1).replace("&quot;", '"').replace("&#x27;", "'").replace("&amp;", "&"))
-    members, holdout, marked = figure["data"]
+    members, marked, holdout = figure["data"]  # the recovered marks drawn over the member curve
     assert members["name"].startswith("members") and holdout["name"].startswith("holdout")
     assert len(members["y"]) == len(holdout["y"]) == 500  # every item of digits' pool: 500 members, 500 holdout
     assert members["y"] == sorted(members["y"], reverse=True) and holdout["y"] == sorted(holdout["y"], reverse=True)
