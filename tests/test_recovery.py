@@ -322,3 +322,29 @@ def test_shifted_copies_count_and_shifted_look_alikes_do_not():
     r = image_recovery(np.stack(looks), tar_y, tar, tar_y, hold, hold_y, nn_t, nn_h, public=lambda: public,
                        public_key="test")
     assert r.members == 0
+
+
+def test_a_result_cannot_claim_a_recovery_count():
+    """The count is validation's (checks/recovery.py), never signed: a result whose membership block carries one
+    is refused by the schema (a forged "recovers 50" cannot ride in on a signature)."""
+    from pydantic import ValidationError
+
+    from reconbench.core.envelope import MembershipInfo
+
+    ok = MembershipInfo.of("0" * 64, {}).model_dump(mode="json")
+    forged = {**ok, "recovery": {"members": 50, "n_members": 100, "holdout": 0, "n_holdout": 100, "tau": 1.0, "p": 1e-9}}
+    with pytest.raises(ValidationError, match="recovery"):
+        MembershipInfo.model_validate(forged)
+
+
+def test_the_check_leaves_sealed_draws_and_tracks_without_holdout_alone():
+    from types import SimpleNamespace
+
+    from reconbench.submissions.checks import recovery as check
+
+    ctx = SimpleNamespace(track=SimpleNamespace(seal=object(), dataset="fashion-mnist"), recovery="stale")
+    (c,) = check.check(ctx, None, None, object())
+    assert c.status == "not-run" and "sealed" in c.message and ctx.recovery is None
+    ctx = SimpleNamespace(track=SimpleNamespace(seal=None, dataset="fashion-mnist"), recovery="stale")
+    (c,) = check.check(ctx, None, None, None)
+    assert c.status == "not-run" and "holdout" in c.message and ctx.recovery is None
