@@ -20,9 +20,11 @@ recognisable recoveries per sample against a null:
 Per group g (a class for images) and pool item x of g (its members, then as many holdout items:
 the gap's and the count's pools):
 
-    near(x)  = min over the group's reconstructions r of ||r - x||_2      (+inf: no reconstruction)
-    nn(x)    = min over the public images y other than x of ||y - x||_2   (any class; a byte-identical
+    near(x)  = min over the group's reconstructions r of d(r, x)          (+inf: no reconstruction)
+    nn(x)    = min over the public images y other than x of d(y, x)       (any class; a byte-identical
                public duplicate of x gives 0)
+    d        the modality's distance: for images the Euclidean distance in grey levels, at the best of
+             the nine shifts of x by at most one pixel (image/metrics/recovery.py), the same on both sides
     rel(x)   = near(x) / nn(x)                                           (+inf where nn(x) = 0)
     ssim(x)  = max over the group's reconstructions of SSIM(r, x)        (shown, Haim's curve; not decisive)
     recovered(x) = rel(x) < TAU
@@ -34,7 +36,7 @@ the gap's and the count's pools):
         group's recovered items, independent across groups; K = sum_g K_g (a convolution).
     recovers  <=>  k > j and p < ALPHA
 
-Why TAU = 1 and relative l2 (not SSIM) decides: every public image y other than x has ||y - x|| >=
+Why TAU = 1 and relative l2 (not SSIM) decides: every public image y other than x has d(y, x) >=
 nn(x) by definition, so an output made of public images (aux images, a member's nearest public
 neighbours, chosen with any knowledge of who the members are) brings no pool item under 1 but the
 returned images themselves: a look-alike is never credited, whatever was known, and a returned

@@ -91,7 +91,8 @@ def fill_extraction(row: dict, extraction) -> None:
 
 
 RECOVERS_TEXT = ("members closer to their nearest reconstruction (of their class) than any other public image comes "
-                 "to them (relative l2 below 1, Carlini et al. 2023 made per member), against the holdout items that "
+                 "to them (relative l2 below 1, at the best shift by at most a pixel: Carlini et al. 2023 made per "
+                 "member), against the holdout items that "
                  "close; the verdict \"recovers k\" when more members than holdout items are and the membership "
                  f"relabelling p < {ALPHA:g} (methodology: the recovery count)")
 
