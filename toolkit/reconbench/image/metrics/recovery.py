@@ -35,6 +35,7 @@ import torch
 from reconbench.core.recovery import TAU, Recovery, RecoveryGroup, recovery_count
 
 CHUNK_ELEMENTS = 1 << 21  # distances per block (16 MB of float64): the site build keeps its peak (issue 37)
+BLOCK_IMAGES = 2048  # public images per block at most: their float64 copy (2048 x 1024 pixels: 16 MB) and its square
 _PUBLIC_NN: dict[tuple[str, str], np.ndarray] = {}
 
 
@@ -58,7 +59,7 @@ def public_nearest(pool: np.ndarray, public: np.ndarray) -> np.ndarray:
     The public images are taken in blocks (a float64 copy of all 70,000 would be 0.6 GB)."""
     x = _flat(pool)
     x_sq = (x * x).sum(1)
-    cols = max(2, CHUNK_ELEMENTS // max(1, len(x)))  # public images per block
+    cols = min(BLOCK_IMAGES, max(2, CHUNK_ELEMENTS // max(1, len(x))))  # public images per block (a pool of 2: not all 70,000)
     two = torch.full((len(x), 2), float("inf"), dtype=torch.float64)  # the two smallest so far
     for lo in range(0, len(public), cols):
         y = _flat(public[lo:lo + cols])
@@ -105,7 +106,7 @@ def shifted_public_nearest(items: np.ndarray, public: np.ndarray) -> np.ndarray:
     x = torch.cat([_flat(shifted(items, dy, dx)) for dy, dx in SHIFTS])  # (9P, D), shift-major
     x_sq = (x * x).sum(1)
     center = SHIFTS.index((0, 0))
-    cols = max(1, CHUNK_ELEMENTS // max(1, len(x)))  # public images per block
+    cols = min(BLOCK_IMAGES, max(1, CHUNK_ELEMENTS // max(1, len(x))))  # public images per block
     best = torch.full((p,), float("inf"), dtype=torch.float64)
     skipped = torch.zeros(p, dtype=torch.bool)
     for lo in range(0, len(public), cols):
