@@ -348,3 +348,49 @@ def test_the_check_leaves_sealed_draws_and_tracks_without_holdout_alone():
     ctx = SimpleNamespace(track=SimpleNamespace(seal=None, dataset="fashion-mnist"), recovery="stale")
     (c,) = check.check(ctx, None, None, None)
     assert c.status == "not-run" and "holdout" in c.message and ctx.recovery is None
+
+
+def test_the_entry_page_strip_draws_the_recovered_pairs(tmp_path):
+    """recovery_view.strip_png: each recovered member below the reconstruction nearest it, from the real files
+    (a reconstruction file, the target set), one tile per pair; a forged count that does not fit them draws nothing."""
+    import io
+    from types import SimpleNamespace
+
+    from PIL import Image
+
+    from reconbench.core.io import save_arrays
+    from reconbench.leaderboard.gallery import TILE, TargetIndex
+    from reconbench.leaderboard.recovery_view import curves_figure, strip_png
+
+    rng = np.random.default_rng(2)
+    tar = rng.integers(0, 256, (6, 1, 8, 8), dtype=np.uint8)
+    tar_y = np.array([0, 0, 0, 1, 1, 1])
+    rec = np.concatenate([tar[[1, 4]], rng.integers(0, 256, (4, 1, 8, 8), dtype=np.uint8)])
+    rec_y = np.array([0, 1, 0, 0, 1, 1])
+    save_arrays(tmp_path / "reconstructions.safetensors", {"images": rec, "labels": rec_y.astype(np.int64)})
+    members = np.r_[np.ones(3, bool), np.zeros(3, bool)]
+    groups = []
+    for c in (0, 1):
+        t = np.flatnonzero(tar_y == c)
+        d = l2_matrix(rec[rec_y == c], tar[t])
+        near = np.r_[d.min(0), np.full(3, 50.0)]
+        best = np.r_[np.flatnonzero(rec_y == c)[d.argmin(0)], np.full(3, -1)]
+        groups.append(RecoveryGroup(str(c), near, np.full(6, 100.0), members, ssim=np.linspace(1, 0, 6), best=best,
+                                    index=np.r_[t, np.arange(3)]))
+    r = RecoveryResult.of(recovery_count(groups))
+    assert r.members == 2
+    payload = SimpleNamespace(reconstructions=SimpleNamespace(file="reconstructions.safetensors", hub=None),
+                              track="t", scenario="static/white-box/none")
+    targets = SimpleNamespace(get=lambda track, training: TargetIndex(tar, tar_y))
+    png, rows, recovered = strip_png(r, tmp_path, payload, targets)
+    assert recovered and [(x["member"], x["reconstruction"]) for x in rows] == [(1, 0), (4, 1)]
+    image = np.asarray(Image.open(io.BytesIO(png)))
+    scale = TILE // 8
+    assert image.shape[1] == 2 * 8 * scale + 3  # two tiles and the gap between them
+    np.testing.assert_array_equal(image[:8 * scale:scale, :8 * scale:scale], rec[0, 0])  # the reconstruction above
+    np.testing.assert_array_equal(image[8 * scale + 3::scale, :8 * scale:scale][:8], tar[1, 0])  # its member below
+    forged = RecoveryResult.model_validate({**r.model_dump(), "items": {k: {**v.model_dump(), "best": [99] * 6}
+                                                                       for k, v in r.items.items()}})
+    assert strip_png(forged, tmp_path, payload, targets) is None  # reconstruction 99 does not exist: nothing drawn
+    figure = curves_figure(r)
+    assert [len(t["x"]) for t in figure["data"]] == [6, 2, 6]  # members, the recovered marks, holdout (two classes)

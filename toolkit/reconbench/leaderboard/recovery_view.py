@@ -100,7 +100,8 @@ def strip_png(recovery, entry_dir, payload, targets) -> tuple[bytes, list[dict],
         rows.append(dict(group=key, member=int(member), reconstruction=int(b), relative=float(rel), ssim=float(s)))
     if not rows or images.shape[1:] != index.images.shape[1:]:
         return None
-    png = grid_png(images[[r["reconstruction"] for r in rows]], [index.images[r["member"]] for r in rows], per_row=STRIP)
+    png = grid_png(images[[r["reconstruction"] for r in rows]], [index.images[r["member"]] for r in rows],
+                   per_row=min(STRIP, len(rows)))  # one pair: one tile wide, not a row of eight blanks
     return png, rows, recovered
 
 
