@@ -62,6 +62,24 @@ def test_the_entry_page_shows_per_class_gaps_and_the_two_distributions(bundle):
     assert len(figure["data"][0]["x"]) == len(figure["data"][1]["x"]) == 500
 
 
+def test_the_entry_page_draws_the_per_sample_curves_of_the_recovery_count(bundle):
+    """issue 44: Haim's curves (sorted best-match SSIM, members against holdout, recovered marked) and the
+    recovery count validation computed, in the tier's words."""
+    b, board = bundle
+    page = next(k for k in b.files if k.startswith("entries/") and k.endswith("index.md"))
+    html = _html(bundle, page)
+    assert "Recovery: which members come back, sample by sample?" in html
+    assert re.search(r"Recovery count</b>: \d+ of 500 members recovered against \d+ holdout items?, p ", html)
+    assert "recovers 0" not in html
+    chart = re.search(r'class="rb-chart" id="recovery-[^"]+" data-figure="([^"]+)"', html)
+    figure = json.loads(chart.group(1).replace("&quot;", '"').replace("&#x27;", "'").replace("&amp;", "&"))
+    members, marked, holdout = figure["data"]  # the recovered marks drawn over the member curve
+    assert members["name"].startswith("members") and holdout["name"].startswith("holdout")
+    assert len(members["y"]) == len(holdout["y"]) == 500  # every item of digits' pool: 500 members, 500 holdout
+    assert members["y"] == sorted(members["y"], reverse=True) and holdout["y"] == sorted(holdout["y"], reverse=True)
+    assert marked["name"].startswith("recovered") and len(marked["x"]) == len(marked["y"])
+
+
 def test_the_home_page_counts_only_entries_that_leak(bundle):
     b, _ = bundle
     home = b.fragments["home-best"]

@@ -7,9 +7,10 @@ threshold it was held to.
 Generated from fixtures, through the real chain: a real MI-Face run on the embedded digits track
 (`evaluate` from the CLI), submitted and validated with re-scoring (site_entries), the board's frame
 (leaderboard/frame.py) and its pages rendered by leaderboard/pages.py; the twin page from the sealed
-examples CI scored with the key (submissions/sealed-examples). Two variants of the real entry give the
-board the other tiers: its gaps with a small SSIM p (a membership signal) and its count with three members
-extracted; every verdict is computed by the board's own code from those inputs, never written here.
+examples CI scored with the key (submissions/sealed-examples). Three variants of the real entry give the
+board the other tiers: its gaps with a small SSIM p (a membership signal), its count with three members
+extracted, and its recovery count (core/recovery.py, computed at validation) with eight members recovered;
+every verdict is computed by the board's own code from those inputs, never written here.
 """
 
 from __future__ import annotations
@@ -51,7 +52,6 @@ def assert_vocabulary(page: str, where: str) -> list[tuple[str, str, str]]:
     for key, words, held in found:
         assert key in vocabulary.BY_KEY and LABEL.match(words), (where, key, words)
         assert words.split(" ")[0] == vocabulary.BY_KEY[key].word.split(" ")[0], (where, key, words)
-        assert key != "recovers", f"{where}: 'recovers' shown though no recovery statistic exists"
         if held:  # a p beside a verdict shows the threshold it was held to
             assert HELD.search(held), (where, held)
     retired = RETIRED.findall(text_of(page))
@@ -90,14 +90,18 @@ def frame(cli, tmp_path_factory):
     submit_entry(folder, work / "submissions", "lab", key, name="Lab")
     (report,) = load_reports(work / "submissions", rescore=True, device="cpu")
     assert report.trust == "re-scored" and report.membership and report.extraction is not None
+    assert report.recovery is not None and not report.recovery.recovers  # validation computed it; it does not fire
     signal = {m: (g.model_copy(update=dict(p=1e-4)) if m == "ssim" else g) for m, g in report.membership.items()}
     count = report.extraction.model_copy(update=dict(members=3, holdout=0, p=1e-6))
     assert isinstance(count, ExtractionResult)
+    recovered = report.recovery.model_copy(update=dict(members=8, holdout=0, p=1e-3))
     variants = [report,
                 dataclasses.replace(report, entry_id=report.entry_id + "-signal", path=report.path.with_name("x-signal"),
                                     membership=signal),
                 dataclasses.replace(report, entry_id=report.entry_id + "-count", path=report.path.with_name("x-count"),
-                                    extraction=count)]
+                                    extraction=count),
+                dataclasses.replace(report, entry_id=report.entry_id + "-recovers", path=report.path.with_name("x-recovers"),
+                                    recovery=recovered)]
     return entries_frame(variants), report
 
 
@@ -132,8 +136,9 @@ def test_a_board_shows_the_tiers_and_no_other_verdict_words(frame, cli):
     # the real entry reads as the command line read it; its variants as the board's rule decides them
     _, _, evaluated, _ = cli
     assert " ".join(evaluated.split()).split("verdict: ", 1)[1].startswith(words[-1] + " (")
-    assert words == ["extracts 3", "membership signal", "no evidence"]  # and in the order of evidence
+    assert words == ["extracts 3", "recovers 8", "membership signal", "no evidence"]  # and in the order of evidence
     held = {w: h for _, w, h in found}
+    assert held["recovers 8"] == "p 0.001 < 0.01"
     assert held["extracts 3"] == "p 1.0e-06 < 0.01" and re.fullmatch(r"SSIM p 0\.0001 < 0\.0025 = 0\.01 / 4 metrics",
                                                                     held["membership signal"])
 
@@ -177,15 +182,15 @@ def test_findings_and_defenses_show_the_tiers_and_no_other_verdict_words(frame, 
     # read only those): the verdicts are recomputed from the same gaps and counts
     # (each variant as its own attack: the defenses view takes an attack's latest entry per track)
     fashion = f.assign(track="fashion-n100", trust="reproduced", dataset="fashion-mnist",
-                       attack=["deepdream" if e.endswith("-count") else "deepinversion" if e.endswith("-signal") else "mi-face"
-                               for e in f["entry_id"]])
+                       attack=["deepdream" if e.endswith("-count") else "deepinversion" if e.endswith("-signal") else
+                               "kedmi" if e.endswith("-recovers") else "mi-face" for e in f["entry_id"]])
     dp = fashion.assign(track="fashion-n100-dp", page=fashion["page"] + "-dp", date=fashion["date"])
     both = pd.concat([fashion, dp], ignore_index=True)
     bundle = SimpleNamespace(frame=both, files={}, fragments={})
     findings.add_to_bundle(bundle, ROOT / "docs" / "grids" / "findings.toml")
     page = bundle.files[findings.PAGE] + "".join(bundle.fragments.values())
     found = assert_vocabulary(page, "findings")
-    assert sorted(w for _, w, _ in found) == sorted(["extracts 3", "membership signal", "no evidence"] * 2)
+    assert sorted(w for _, w, _ in found) == sorted(["extracts 3", "recovers 8", "membership signal", "no evidence"] * 2)
 
     attacks = defenses.attack_rows(both)
     pages = Pages()
@@ -195,26 +200,29 @@ def test_findings_and_defenses_show_the_tiers_and_no_other_verdict_words(frame, 
     page = pages.markdown[defenses.PAGE] + "".join(pages.fragments.values())
     found = assert_vocabulary(page, "defenses")
     # listed: the two attacks with evidence undefended, each beside its entry on the DP track
-    assert [a["attack"] for a in attacks] == ["deepdream", "deepinversion"]
-    assert sorted(w for _, w, _ in found) == ["extracts 3", "extracts 3", "membership signal", "membership signal"]
+    assert [a["attack"] for a in attacks] == ["deepdream", "deepinversion", "kedmi"]
+    assert sorted(w for _, w, _ in found) == ["extracts 3", "extracts 3", "membership signal", "membership signal",
+                                              "recovers 8", "recovers 8"]
     assert "not on the board yet" not in page  # the count is on the board: the view shows it
 
 
-def test_the_tier_words_live_in_one_place_and_recovers_needs_a_statistic():
-    """core/verdict.py owns the words; "recovers" is a tier whose statistic (issue 44) does not exist yet, so
-    nothing without one is ever called so, and a real one plugs in with its count."""
+def test_the_tier_words_live_in_one_place_and_recovers_has_its_statistic():
+    """core/verdict.py owns the words; "recovers" is decided by the recovery count (core/recovery.py): an entry
+    whose count fires is called so (below "extracts", above "membership signal"), one whose count does not is not."""
+    from reconbench.core.recovery import RecoveryGroup, RecoveryResult, recovery_count
+    import numpy as np
+
     assert vocabulary.WORDS == ("extracts", "recovers", "membership signal", "no evidence")
     assert [t.rank for t in vocabulary.TIERS] == [3, 2, 1, 0]
     assert vocabulary.tier(True, SimpleNamespace(extracts=False)) is vocabulary.SIGNAL
     assert vocabulary.tier(False, SimpleNamespace(extracts=False), None) is vocabulary.NO_EVIDENCE
     assert vocabulary.tier(None) is None
-    recovered = SimpleNamespace(recovers=True, members=4)
-    t = vocabulary.tier(True, SimpleNamespace(extracts=False), recovered)
-    assert t is vocabulary.RECOVERS and vocabulary.label(t, vocabulary.count_of(t, None, recovered)) == "recovers 4"
-    assert vocabulary.tier(True, SimpleNamespace(extracts=True, members=1), recovered) is vocabulary.EXTRACTS
-    # the threshold a p was held to: Bonferroni over the metrics tested, the decision's own relation
-    assert vocabulary.held_to(0.0068, 4) == "p 0.0068 > 0.0025 = 0.01 / 4 metrics"
-    assert vocabulary.held_to(0.002, 4) == "p 0.002 < 0.0025 = 0.01 / 4 metrics"
-    assert vocabulary.held_to(0.0025, 4) == "p 0.0025 ≥ 0.0025 = 0.01 / 4 metrics"
-    assert vocabulary.held_to(0.010004) == "p 0.010004 > 0.01"  # more digits where two cannot tell them apart
-
+    members = np.r_[np.ones(30, bool), np.zeros(30, bool)]
+    for recovered, expected in ((9, vocabulary.RECOVERS), (2, vocabulary.SIGNAL)):
+        near = np.r_[np.full(recovered, 0.3), np.full(60 - recovered, 4.0)]
+        r = RecoveryResult.of(recovery_count([RecoveryGroup("0", near, np.ones(60), members)]))
+        t = vocabulary.tier(True, SimpleNamespace(extracts=False), r)
+        assert t is expected
+        shown = vocabulary.label(t, vocabulary.count_of(t, None, r))
+        assert LABEL.match(shown) and (shown == f"recovers {recovered}" or t is vocabulary.SIGNAL)
+    assert vocabulary.entry_verdict({}, None, r).recovered == vocabulary.recovery_text(r)

@@ -138,6 +138,9 @@ class ScoreReport:
     membership: dict[str, GapResult] = field(default_factory=dict)  # metric -> its gap, when a holdout was given
     gaps: dict = field(default_factory=dict)  # metric -> membership.Gap (per-reconstruction best values, for plots)
     extraction: object | None = None  # core.extraction.ExtractionResult, when a holdout and a calibration were given
+    # class -> (rec idx, target idx, holdout idx, (n, P) matrix) per kernel ("mse", "ssim") when a holdout was
+    # given (image/metrics/leakage.class_matrices): the recovery count reads the SSIM ones (never serialised)
+    matrices: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, dict]:
         """JSON-ready form of the metrics (matches are left out: they are per-sample data)."""

@@ -8,9 +8,9 @@ The tiers, strongest evidence first (issue 44, item 2):
 
     extracts k          some reconstruction is closer to k members than natural images come to each
                         other, more members than holdout items, p < ALPHA (core/extraction.py)
-    recovers k          k members recognisable per sample, beating what the holdout items get (issue
-                        44's statistic). Not computed yet: an entry shows this tier only when a real
-                        recovery result backs it (`tier(..., recovery=...)`), never otherwise
+    recovers k          k members closer to their nearest reconstruction than any other public image
+                        comes to them, more members than holdout items, and the membership relabelling
+                        p < ALPHA (core/recovery.py: Haim et al.'s training-vs-test curve made a test)
     membership signal   the reconstructions are on average closer to the members than to the holdout:
                         the smallest p of the metrics' mean gaps, Bonferroni over them, below ALPHA
                         (core/membership.py)
@@ -42,8 +42,9 @@ EXTRACTS = Tier("extracts", "extracts", 3, (
     "(the track's extraction threshold, calibrated on the public dataset), more members than holdout items, and "
     f"the count's p (natural-data null) is below {ALPHA:g}: verbatim recovery of individual training items"), True)
 RECOVERS = Tier("recovers", "recovers", 2, (
-    "that many members are recognisable in their best reconstruction, more than holdout items are, per sample "
-    f"and at p < {ALPHA:g}: recovery short of verbatim"), True)
+    "that many members are closer to their nearest reconstruction than any other public image comes to them "
+    "(relative l2 below 1), more members than holdout items, and the membership relabelling p is below "
+    f"{ALPHA:g}: recognisable recovery of individual training items, short of verbatim"), True)
 SIGNAL = Tier("membership-signal", "membership signal", 1, (
     "on average closer to the training set than to the holdout: the smallest p of its metrics' mean gaps, "
     f"times their number (Bonferroni), is below {ALPHA:g} with a positive gap. A signal about the members as a "
@@ -74,8 +75,8 @@ def label(t: Tier | None, count: int | None = None) -> str | None:
 def tier(signal: bool | None, extraction=None, recovery=None) -> Tier | None:
     """An entry's tier from its three decisions, each made where it is computed (never here):
     signal (`verdict` below: True, False, or None when no gap was tested), extraction (anything with
-    `.extracts`, core/extraction.py) and recovery (anything with `.recovers`: issue 44's statistic;
-    None until it exists). None when nothing was tested."""
+    `.extracts`, core/extraction.py) and recovery (anything with `.recovers`, core/recovery.py).
+    None when nothing was tested."""
     if extraction is not None and bool(getattr(extraction, "extracts", False)):
         return EXTRACTS
     if recovery is not None and bool(getattr(recovery, "recovers", False)):
@@ -161,6 +162,12 @@ def count_text(extraction) -> str:
             f"item{'s' if extraction.holdout != 1 else ''}, {held_to(extraction.p)}")
 
 
+def recovery_text(recovery) -> str:
+    """The recovery count as a count: "3 of 100 members recovered against 0 holdout items, p 0.12 > 0.01"."""
+    return (f"{recovery.members} of {recovery.n_members} members recovered against {recovery.holdout} holdout "
+            f"item{'s' if recovery.holdout != 1 else ''}, {held_to(recovery.p)}")
+
+
 @dataclass(frozen=True)
 class EntryVerdict:
     tier: Tier | None
@@ -168,6 +175,7 @@ class EntryVerdict:
     signal: bool | None  # the mean gap's decision
     signal_p: str | None  # its deciding p with the threshold (signal_held_to)
     count: str | None  # the extraction count with its p and threshold (count_text)
+    recovered: str | None = None  # the recovery count with its p and threshold (recovery_text)
 
 
 def entry_verdict(membership: dict, extraction=None, recovery=None, labels: dict[str, str] | None = None) -> EntryVerdict:
@@ -175,4 +183,5 @@ def entry_verdict(membership: dict, extraction=None, recovery=None, labels: dict
     signal, _ = verdict(membership)
     t = tier(signal, extraction, recovery)
     return EntryVerdict(t, label(t, count_of(t, extraction, recovery)), signal, signal_held_to(membership, labels),
-                        count_text(extraction) if extraction is not None else None)
+                        count_text(extraction) if extraction is not None else None,
+                        recovery_text(recovery) if recovery is not None else None)

@@ -13,7 +13,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from reconbench.core.catalogue import BY_NAME
-from reconbench.leaderboard import baselines, cells, charts, downloads, leakage, leakage_view, matrix, seeds
+from reconbench.leaderboard import baselines, cells, charts, downloads, leakage, leakage_view, matrix, recovery_view, seeds
 from reconbench.leaderboard.frame import (
     BOARD_METRICS,
     LABELS,
@@ -188,6 +188,8 @@ class ImageBoard:
                 reproduction=record[2] if record else None,
                 title=Path(row["page"]).parent.name, gallery=gallery, evidence=evidence,
                 leakage=leakage_view.entry_view(report, row, {**LEAK_LABELS, **LABELS}),
+                recovery=recovery_view.entry_recovery(report, row, targets if galleries else None, files)
+                if row["trust"] != "failed" else None,
                 team_name=row["team_name"], team_links=list(getattr(team, "links", None) or []),
                 team_contact=getattr(team, "contact", None), readme_text=getattr(report, "readme", None),
             )

@@ -169,9 +169,11 @@ def release_validation_memory() -> None:
     follow then start from less, which keeps the build's peak down (issue 37: <= 2 GB)."""
     from reconbench.leaderboard import heap
     from reconbench.submissions import publiccopy, publicspace
+    from reconbench.submissions.checks import recovery
 
     publicspace.release()  # rebuilt on demand (their thresholds stay)
     publiccopy.release()
+    recovery.release()  # the public images the recovery count's shifted nn searched
     heap.trim(freeze=True)  # what is alive now (the reports, the modules) stays: later trims skip it
 
 

@@ -33,7 +33,7 @@ EXPORT = [
     # the membership gap (leaderboard/leakage.py), re-scored by CI against the holdout pinned by its sha256:
     # gap_<m> (positive = closer to the members), its 95% interval, p, both sides; lift_<m> over the
     # best reference baseline of the entry's cell; the verdict badge
-    c for c in leakage.COLUMNS if c not in ("membership", "extraction")]
+    c for c in leakage.COLUMNS if c not in ("membership", "extraction", "recovery")]
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet reads as the start of a formula
 TRUST_COLOR = {"reproduced": "brightgreen", "re-scored": "green", "signed": "yellow", "failed": "red"}

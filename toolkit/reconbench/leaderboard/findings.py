@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from reconbench.core.membership import ALPHA
-from reconbench.core.verdict import EXTRACTS, held_to, label, signal_held_to, tier
+from reconbench.core.verdict import EXTRACTS, RECOVERS, count_of, held_to, label, signal_held_to, tier
 from reconbench.leaderboard import leakage
 from reconbench.leaderboard.findings_claims import (  # noqa: F401 - the page's names (tests, defenses.py)
     CLAIMS, EXTRACTION, FAILS, GAN_ATTACKS, HOLDS, SPLIT5, UNTESTABLE, Claim, Verdict, _row, _verdict)
@@ -104,20 +104,32 @@ def row_extraction(row: dict) -> SimpleNamespace | None:
                            extracts=isinstance(row.get("extracts"), (bool, np.bool_)) and bool(row["extracts"]))
 
 
+def row_recovery(row: dict) -> SimpleNamespace | None:
+    """The recovery count validation computed for a frame row (leakage.fill_recovery), or None."""
+    members = _finite(row.get("recovered"))
+    if members is None or _finite(row.get("recovery_p")) is None:
+        return None
+    return SimpleNamespace(members=int(members), holdout=int(_finite(row.get("recovered_holdout")) or 0),
+                           p=float(row["recovery_p"]),
+                           recovers=isinstance(row.get("recovers"), (bool, np.bool_)) and bool(row["recovers"]))
+
+
 def row_verdict(row: dict, gaps: dict) -> dict:
     """An entry's verdict in the board's words (core/verdict.py): tier, label ("extracts 3", "membership
     signal", ...) and the p it rests on with its threshold, from its gaps (board_verdict) and the count."""
     leaks, significant = board_verdict(gaps) if gaps else (None, [])
-    extraction = row_extraction(row)
-    t = tier(leaks, extraction)
+    extraction, recovery = row_extraction(row), row_recovery(row)
+    t = tier(leaks, extraction, recovery)
     if t is EXTRACTS:
         held = f"count {held_to(extraction.p)}"
+    elif t is RECOVERS:
+        held = f"recovery count {held_to(recovery.p)}"
     else:
         measured = {m: SimpleNamespace(status="computed", p=g["p"], gap=g["value"]) for m, g in gaps.items()
                     if g.get("p") is not None}
         held = signal_held_to(measured, leakage.GAP_LABELS)
     return dict(leaks=leaks, significant=significant, tier=t.key if t is not None else None,
-                verdict=label(t, extraction.members if t is EXTRACTS else None), held=held,
+                verdict=label(t, count_of(t, extraction, recovery)), held=held,
                 extraction=extraction)
 
 

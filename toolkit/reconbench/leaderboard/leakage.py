@@ -4,7 +4,9 @@ Per entry row (frame.py) and per metric m with a gap: `gap_<m>`, `gap_<m>_low`, 
 `gap_<m>_p`, `gap_<m>_vs_target`, `gap_<m>_vs_holdout` (from the gaps validate recomputed, never
 from a claim), `leaks` (the mean gap's decision: membership signal or not), `tier` / `verdict` (the
 entry's verdict tier and its words, core/verdict.py: the extraction count and the mean gap together),
-`verdict_p` (the mean gap's deciding p with the threshold it was held to), `holdout_sha256`,
+`verdict_p` (the mean gap's deciding p with the threshold it was held to), the recovery count's
+columns (`recovered`, `recovered_of`, `recovered_holdout`, `recovery_p`, `recovery`: core/recovery.py,
+computed at validation, never claimed), `holdout_sha256`,
 `membership` (JSON of every gap, with the per-class ones, for the entry page and the exports). `lift_<m>`: the entry's verified value
 minus the best reference baseline of its taxonomy cell on the same targets (leaderboard/baselines.py),
 signed so that positive = better than what the attacker's own public data already gives.
@@ -21,14 +23,15 @@ import pandas as pd
 from reconbench.image.metrics import METRICS
 from reconbench.core.membership import ALPHA
 from reconbench.core.verdict import (  # noqa: F401 - the board's names
-    BY_KEY, EXTRACTS, NO_EVIDENCE, ORDER, ORDER_WHY, SIGNAL, TIERS, VERDICT_TEXT, count_text, held_to, label,
-    signal_held_to, tier, verdict)
+    BY_KEY, EXTRACTS, NO_EVIDENCE, ORDER, ORDER_WHY, RECOVERS, SIGNAL, TIERS, VERDICT_TEXT, count_of, count_text,
+    held_to, label, recovery_text, signal_held_to, tier, verdict)
 
 GAP_METRICS = ("fid", "ssim", "psnr", "mse", "lpips", "knn_dist", "bleu", "rouge_l", "similarity", "exact_match")
 GAP_FIELDS = ("", "_low", "_high", "_p", "_vs_target", "_vs_holdout")
 EXTRACTION_COLUMNS = ["extracts", "extracted", "extracted_of", "extracted_holdout", "extraction_p", "extraction"]
+RECOVERY_COLUMNS = ["recovers", "recovered", "recovered_of", "recovered_holdout", "recovery_p", "recovery"]
 COLUMNS = [f"gap_{m}{f}" for m in GAP_METRICS for f in GAP_FIELDS] + [f"lift_{m}" for m in GAP_METRICS] + [
-    "leaks", "tier", "verdict", "verdict_p", "holdout_sha256", "membership"] + EXTRACTION_COLUMNS
+    "leaks", "tier", "verdict", "verdict_p", "holdout_sha256", "membership"] + EXTRACTION_COLUMNS + RECOVERY_COLUMNS
 LEAK_LABELS = {"knn_dist": "KNN distance", "acc_top1": "Acc@1", "acc_top5": "Acc@5"}
 # a gap's metric as the verdict's p names it ("SSIM p 0.0068 > 0.0025 = 0.01 / 4 metrics")
 GAP_LABELS = {"fid": "FID", "ssim": "SSIM", "psnr": "PSNR", "mse": "MSE", "lpips": "LPIPS", "knn_dist": "KNN distance",
@@ -37,8 +40,10 @@ GAP_LABELS = {"fid": "FID", "ssim": "SSIM", "psnr": "PSNR", "mse": "MSE", "lpips
 SIGNIFICANCE_RULE = (f"an entry shows a membership signal when the smallest p of its metrics' membership gaps, "
                      f"times their number (Bonferroni over the metrics of one entry), is below {ALPHA:g} and that gap "
                      f"is positive (reconbench.core.membership.entry_leaks); it extracts k when its extraction count "
-                     f"fires (more members than holdout items, p below {ALPHA:g}); tested and neither: no evidence "
-                     "(reconbench.core.verdict)")
+                     f"fires (more members than holdout items, p below {ALPHA:g}); it recovers k when its recovery "
+                     "count fires (k members closer to their nearest reconstruction than any other public image comes "
+                     f"to them, more than holdout items, membership relabelling p below {ALPHA:g}); tested and none of "
+                     "these: no evidence (reconbench.core.verdict)")
 
 
 def fill_row(row: dict, report, payload, pinned_holdout) -> None:
@@ -63,10 +68,11 @@ def fill_row(row: dict, report, payload, pinned_holdout) -> None:
     row["membership"] = json.dumps({m: g.model_dump(mode="json") for m, g in membership.items()}, sort_keys=True)
     extraction = getattr(report, "extraction", None)
     fill_extraction(row, extraction)
-    # no recovery statistic exists yet (issue 44): no row is ever "recovers" until one is passed here
-    t = tier(row["leaks"], extraction)
+    recovery = getattr(report, "recovery", None)  # validation's (core/recovery.py); None: not computed
+    fill_recovery(row, recovery)
+    t = tier(row["leaks"], extraction, recovery)
     row["tier"] = t.key if t is not None else None
-    row["verdict"] = label(t, extraction.members if t is EXTRACTS else None)
+    row["verdict"] = label(t, count_of(t, extraction, recovery))
 
 
 EXTRACTS_TEXT = ("members that some reconstruction comes closer to than natural images of their class come to each "
@@ -82,6 +88,39 @@ def fill_extraction(row: dict, extraction) -> None:
     row.update(extracts=bool(extraction.extracts), extracted=extraction.members, extracted_of=extraction.n_members,
                extracted_holdout=extraction.holdout, extraction_p=extraction.p,
                extraction=json.dumps(extraction.model_dump(mode="json"), sort_keys=True))
+
+
+RECOVERS_TEXT = ("members closer to their nearest reconstruction (of their class) than any other public image comes "
+                 "to them (relative l2 below 1, at the best shift by at most a pixel: Carlini et al. 2023 made per "
+                 "member), against the holdout items that "
+                 "close; the verdict \"recovers k\" when more members than holdout items are and the membership "
+                 f"relabelling p < {ALPHA:g} (methodology: the recovery count)")
+
+
+def fill_recovery(row: dict, recovery) -> None:
+    """The recovery count's columns (core/recovery.py), from the count validation computed."""
+    if recovery is None:
+        return
+    row.update(recovers=bool(recovery.recovers), recovered=recovery.members, recovered_of=recovery.n_members,
+               recovered_holdout=recovery.holdout, recovery_p=recovery.p,
+               recovery=recovery.model_dump_json())
+
+
+def recovery_p(row) -> str | None:
+    """The recovery count's p beside the threshold it was held to, for a row with a count."""
+    p = row.get("recovery_p")
+    return held_to(float(p)) if p is not None and not pd.isna(p) else None
+
+
+def tier_held(row) -> str | None:
+    """The p a row's tier rests on, with its threshold: the count's for "extracts", the recovery count's for
+    "recovers", the mean gap's otherwise (every board's verdict cell)."""
+    key = row.get("tier")
+    if key == EXTRACTS.key:
+        return count_p(row)
+    if key == RECOVERS.key:
+        return recovery_p(row)
+    return row.get("verdict_p")
 
 
 def row_tier(row):
@@ -123,7 +162,8 @@ def by_evidence(rows: pd.DataFrame, then: list[str], ascending: list[bool]) -> p
 
 
 def typed(frame: pd.DataFrame) -> pd.DataFrame:
-    for col in ("extracted", "extracted_of", "extracted_holdout", "extraction_p"):
+    for col in ("extracted", "extracted_of", "extracted_holdout", "extraction_p", "recovered", "recovered_of",
+                "recovered_holdout", "recovery_p"):
         if col in frame:
             frame[col] = frame[col].astype(float)
     for m in GAP_METRICS:
@@ -230,7 +270,7 @@ def example_table(rows: pd.DataFrame, track: str = "digits", metrics: tuple[str,
         attack = r["attack_label"] if isinstance(r.get("attack_label"), str) else r["attack"]
         out.append(dict(entry=r["entry_id"], attack=attack, page=r["page"], scenario=r["scenario"],
                         verdict=r["verdict"], tier=r["tier"],
-                        held=count_p(r) if r["tier"] == EXTRACTS.key else r["verdict_p"], values={m: dict(target=r[f"gap_{m}_vs_target"], holdout=r[f"gap_{m}_vs_holdout"],
+                        held=tier_held(r), values={m: dict(target=r[f"gap_{m}_vs_target"], holdout=r[f"gap_{m}_vs_holdout"],
                                                               gap=r[f"gap_{m}"], low=r[f"gap_{m}_low"], high=r[f"gap_{m}_high"],
                                                               p=r[f"gap_{m}_p"]) for m in metrics}))
     return out

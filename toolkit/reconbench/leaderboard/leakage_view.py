@@ -27,6 +27,7 @@ def entry_view(report, row: dict, labels: dict[str, str]) -> dict | None:
         gaps=gaps, verdict=row.get("verdict"), tier=row.get("tier"), verdict_p=row.get("verdict_p"),
         tests=sum(g.get("p") is not None for g in gaps.values()), holdout=row.get("holdout_sha256"),
         extraction=getattr(report, "extraction", None),
+        recovery=getattr(report, "recovery", None),
         per_class=table, class_metrics=class_metrics, metric=metric,
         chart=chart_html(go.Figure(figure) if figure else None, f"leak-{row.get('entry_id', '')}",
                          empty="The per-reconstruction best matches are not available in this build (built without "

@@ -257,14 +257,17 @@ def make_env() -> Environment:
     env.filters.update(visible=visible)  # contributor text in text tables: controls and bidi shown, capped
     # The text metrics join the lookups the shared macros use (board columns, ↑/↓); image pages never list them.
     from reconbench.leaderboard.leakage import (BY_KEY, EXTRACTS_TEXT, LEAK_LABELS, ORDER, ORDER_WHY, SIGNIFICANCE_RULE,
-                                                TIERS, VERDICT_TEXT, count_p, count_text, gap_metrics, held_to,
+                                                RECOVERS_TEXT, TIERS, VERDICT_TEXT, count_p, count_text, gap_metrics, held_to,
+                                                recovery_p, recovery_text, tier_held,
                                                 lift_metric, tier_rank)
     from reconbench.core.membership import ALPHA
 
     # the verdict tiers' words and what they mean (core/verdict.py): every template shows a verdict through them
     env.globals.update(VERDICT_TEXT=VERDICT_TEXT, SIGNIFICANCE_RULE=SIGNIFICANCE_RULE, EXTRACTS_TEXT=EXTRACTS_TEXT,
                        TIERS=TIERS, TIER_BY_KEY=BY_KEY, TIER_ORDER=ORDER, ORDER_WHY=ORDER_WHY, count_p=count_p,
-                       held_to=held_to, tier_rank=tier_rank, count_text=count_text, ALPHA=ALPHA)
+                       held_to=held_to, tier_rank=tier_rank, count_text=count_text, ALPHA=ALPHA,
+                       RECOVERS_TEXT=RECOVERS_TEXT, recovery_p=recovery_p, recovery_text=recovery_text,
+                       tier_held=tier_held)
     env.filters.update(gap_metrics=gap_metrics, lift_metric=lift_metric)
     env.globals.update(METRICS={**METRICS, **TEXT_INFO}, LABELS={**LEAK_LABELS, **LABELS, **TEXT_LABELS}, BOARD_METRICS=BOARD_METRICS,
                        KNOWLEDGE=KNOWLEDGE,

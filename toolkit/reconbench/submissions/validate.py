@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from reconbench.core.extraction import ExtractionResult
+from reconbench.core.recovery import RecoveryResult
 from reconbench.core.membership import Gap
 from reconbench.core.report import GapResult
 from reconbench.modalities import for_result
@@ -112,6 +113,7 @@ class EntryReport:
     from_cache: bool = False  # the costly stages' outcome came from the validation cache (nothing re-scored)
     sealed: dict | None = None  # a sealed track's record (checks/sealed.py): the gap scored with the board's key
     extraction: object | None = None  # core.extraction.ExtractionResult re-scored (the count beside the gap)
+    recovery: object | None = None  # core.recovery.RecoveryResult computed at re-scoring ("recovers k"; never signed)
 
     @property
     def failed(self) -> bool:
@@ -182,6 +184,7 @@ def _restore(ctx: Context, record: dict) -> list[Check]:
         {n: GapResult.model_validate(g) for n, g in record["mirrored"].items()}
     ctx.gaps = {n: _gap_from(g) for n, g in record["gaps"].items()}
     ctx.extraction = None if record.get("extraction") is None else ExtractionResult.model_validate(record["extraction"])
+    ctx.recovery = None if record.get("recovery") is None else RecoveryResult.model_validate(record["recovery"])
     return [Check(c["name"], c["status"], c["message"], tuple(c["details"])) for c in record["checks"]]
 
 
@@ -192,7 +195,8 @@ def _record(ctx: Context, checks: list[Check]) -> dict:
             "membership": {n: g.model_dump(mode="json") for n, g in ctx.membership.items()},
             "mirrored": None if ctx.mirrored is None else {n: g.model_dump(mode="json") for n, g in ctx.mirrored.items()},
             "gaps": {n: _gap_to(g) for n, g in ctx.gaps.items()},
-            "extraction": None if ctx.extraction is None else ctx.extraction.model_dump(mode="json")}
+            "extraction": None if ctx.extraction is None else ctx.extraction.model_dump(mode="json"),
+            "recovery": None if ctx.recovery is None else ctx.recovery.model_dump(mode="json")}
 
 
 def _gap_to(gap: Gap) -> dict:
@@ -262,7 +266,7 @@ def run_checks(unit: Unit, root: Path, board: Board, *, rescore: bool = True, de
                        mirrored=None if ctx.mirrored is None else dict(ctx.mirrored),
                        mirrored_later=None if ctx.mirrored is not None else partial(deferred_mirrored, ctx),
                        from_cache=record is not None, sealed=ctx.sealed,
-                       extraction=ctx.extraction)
+                       extraction=ctx.extraction, recovery=ctx.recovery)
 
 
 def trusted_cache(cache, root: Path) -> ValidationCache | None:

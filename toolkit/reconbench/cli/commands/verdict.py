@@ -46,7 +46,7 @@ def print_verdict(console: Console, payload) -> None:
         console.print("membership gap: not tested (no metric has a gap with a p-value on this track)"
                       + (", so no verdict" if extraction is None else ""))
         if extraction is not None:
-            console.print(f"verdict: {verdict_line(membership)}", soft_wrap=True)
+            console.print(f"verdict: {verdict_line(membership, _image(payload))}", soft_wrap=True)
         return
     tests = len(rows)
     level = f"{ALPHA / tests:.2g} = {ALPHA:g} / {tests} metrics" if tests > 1 else f"{ALPHA:g}"
@@ -58,14 +58,21 @@ def print_verdict(console: Console, payload) -> None:
     for row in rows:
         table.add_row(*map(escape, row))
     console.print(table)
-    console.print(f"verdict: {verdict_line(membership)}", soft_wrap=True)
+    console.print(f"verdict: {verdict_line(membership, _image(payload))}", soft_wrap=True)
 
 
-def verdict_line(membership) -> str:
+def _image(payload) -> bool:
+    """An image result's payload (the recovery count exists for images only)."""
+    return type(payload).__module__.startswith("reconbench.image")
+
+
+def verdict_line(membership, image: bool = False) -> str:
     """The verdict line (Rich markup): the tier, then what decided it, the extraction count first."""
     extraction = getattr(membership, "extraction", None)
     v = entry_verdict(dict(membership.metrics), extraction)
     said = [f"extraction count: {v.count}" if v.count is not None else "extraction count: not computed for this run",
             f"mean gap: {v.signal_p}" if v.signal_p is not None else "mean gap: not tested"]
+    if image:  # its recovery count ("recovers k") is validation's, never claimed (core/recovery.py)
+        said.append("recovery count: computed at validation against the track's public images (the board shows it)")
     means = v.tier.means[:1].upper() + v.tier.means[1:]
     return f"[bold]{escape(v.label)}[/] ({escape('; '.join(said))}). {escape(means)}"

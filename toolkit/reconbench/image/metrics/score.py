@@ -194,7 +194,7 @@ def score(
             calibration.pair_rate))
     return ScoreReport(metrics=metrics, matches=matches, provenance=provenance,
                        membership={n: g for n, (g, _) in gaps.items()}, gaps={n: raw for n, (_, raw) in gaps.items() if raw is not None},
-                       extraction=extraction)
+                       extraction=extraction, matrices=shared)
 
 
 def _fid_extractor(metrics, given, weights_dir, device):

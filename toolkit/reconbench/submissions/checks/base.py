@@ -92,6 +92,7 @@ class Context:
     write_sealed: bool = False  # write a missing sealed.json (maintainers, with the key)
     sealed: dict | None = None  # a sealed entry's record: recomputed with the key, or as CI recorded it
     extraction: object | None = None  # core.extraction.ExtractionResult recomputed (rescore)
+    recovery: object | None = None  # core.recovery.RecoveryResult computed at re-scoring (never claimed: checks/recovery.py)
     public_copies: list = field(default_factory=list)  # (reconstruction, public image, MSE) within the extraction threshold
 
     @property

@@ -19,6 +19,7 @@ from reconbench.core.labels import labels_wrong
 from reconbench.core.membership import PERMUTATIONS, SEED
 from reconbench.image.metrics import MetricResult, score
 from reconbench.image.metrics.weights import NEEDS_WEIGHTS
+from reconbench.submissions.checks import recovery
 from reconbench.submissions.checks.base import Check, Context
 from reconbench.core.hub import HubError
 from reconbench.core.io import FileFormatError
@@ -149,6 +150,7 @@ def check(ctx: Context) -> list[Check]:
     if holdout is not None:
         checks += membership_checks(ctx, holdout.sha256, report.membership, len(ctx.labels), report.gaps)
         checks += extraction_check(ctx, report.extraction)
+        checks += recovery.check(ctx, report, target, holdout)
         ctx.gaps = dict(report.gaps)
         # the mirrored gaps serve only the held rule, which never looks at a reproduced entry: an entry
         # whose own reproduction record is accepted gets them later, only if it ends up not lifted
