@@ -95,7 +95,7 @@ def test_the_board_runs_a_registered_attack_and_an_own_attack_on_every_draw_and_
     """seal -> the board's sealed run -> validate the record -> reveal -> verify from the private output."""
     from reconbench.core.sealed_runs import SealedRun, record_path
     from reconbench.core.tracks import sealed_draws
-    from reconbench.pipeline.sealed_run import run
+    from reconbench.submissions.sealed_run import run
     from reconbench.submissions.seal_reveal import read_reveal, reveal, verify
     from reconbench.submissions.sealed_run_check import check_runs
 
@@ -127,7 +127,7 @@ def test_the_board_runs_a_registered_attack_and_an_own_attack_on_every_draw_and_
     assert [c.ok for c in check_runs(board["root"])] == [True, True], [c.message for c in check_runs(board["root"])]
     # the output travels encrypted under the season's key (CI's artifact): nothing readable in it before the reveal
     from reconbench.core.seal import SealError
-    from reconbench.pipeline.sealed_run import pack_output, unpack_output
+    from reconbench.submissions.sealed_run import pack_output, unpack_output
 
     archive = pack_output(board["out"] / SEASON, board["key"], SEASON, tmp_path / "output.sealed")
     raw = archive.read_bytes()
@@ -193,7 +193,7 @@ def test_hostile_run_records_fail_validation_and_the_sixth_run_is_refused_before
     from reconbench.cli import app
     from reconbench.core.sealed_records import unsigned
     from reconbench.core.sealed_runs import RUN_LIMIT
-    from reconbench.pipeline.sealed_run import SealedRunError, run
+    from reconbench.submissions.sealed_run import SealedRunError, run
     from reconbench.submissions.sealed_run_check import check_runs
 
     key, root = board["key"], board["root"]
@@ -319,7 +319,7 @@ def test_hostile_own_attack_sees_neither_the_key_nor_the_weights_nor_the_private
     the sandbox's mount arguments do not bind the key or the private output."""
     from reconbench.core.tracks import embedded_file, sealed_draws
     from reconbench.pipeline.isolation import parent, sandbox
-    from reconbench.pipeline.sealed_run import run
+    from reconbench.submissions.sealed_run import run
 
     import reconbench
 
@@ -356,7 +356,7 @@ def test_hostile_own_attack_sees_neither_the_key_nor_the_weights_nor_the_private
 
 def test_a_failing_own_attack_s_message_is_kept_private(board):
     """The attack's own error text could carry what it saw of the model: the record says only that it failed."""
-    from reconbench.pipeline.sealed_run import run
+    from reconbench.submissions.sealed_run import run
 
     code = PEEK.format(files=["/attack/attack.py"], folders=[])  # reads its own source: "LEAKED /attack/attack.py"
     done = run(_own(board["subs"], "lab-f", "loud", code, "Peek"), board["key"], out=board["out"], root=board["root"])
@@ -506,7 +506,7 @@ def test_hostile_loss_pick_over_carried_block_images_fails_by_counts_only_and_ge
     import re
 
     from reconbench.image.data.fashion_splits import sealed_block
-    from reconbench.pipeline.sealed_run import run
+    from reconbench.submissions.sealed_run import run
 
     block = sealed_block("fashion-mnist")
     pick = np.random.default_rng(0).choice(len(block.labels), 300, replace=False)

@@ -178,7 +178,7 @@ class SealedInfo(Strict):
     draw: Annotated[int, Field(ge=0)]
     season: Annotated[str, StringConstraints(max_length=40)]
     # None on a v2 draw (issue 43): its pool is secret and its registry row publishes no hash of it; such a result
-    # is written only by the board's sealed run, into its private output (pipeline/sealed_run.py)
+    # is written only by the board's sealed run, into its private output (submissions/sealed_run.py)
     pool_sha256: Sha256 | None = None
     commitment: Sha256
     pending: list[Annotated[str, StringConstraints(max_length=40)]] = Field(max_length=8)

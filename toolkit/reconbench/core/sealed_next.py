@@ -38,6 +38,15 @@ def kind(seal) -> str:
     return f"sealed (season {seal.season})"
 
 
+def short_kind(seal) -> str:
+    """kind() in a table cell (`recon-submit tracks`): the footer under the table says it in full."""
+    from reconbench.core.seasons import burned
+
+    if burned(seal.season):
+        return f"practice ({seal.season}, burned)"
+    return "board-run" if getattr(seal, "scheme", "v1") == "v2" else f"sealed ({seal.season})"
+
+
 def practice_note(seal) -> str:
     """After a run on practice draws: they give no verdict, and where the verdict is earned instead."""
     from reconbench.core.seasons import burned

@@ -59,7 +59,7 @@ class DrawOutcome(BaseModel):
     membership: dict | None = None  # per metric: gap, low, high, p (members against the pool's holdout half)
     extraction: dict | None = None  # image/sealed_scores.extraction_count's record, relabelling strata included
     # HMAC-SHA256(season key, "reconbench-seal/run-output/<track>/<sha256 of the reconstructions file>"): after the
-    # reveal it ties the published output to this record; before it, it tells nothing (pipeline/sealed_run.py)
+    # reveal it ties the published output to this record; before it, it tells nothing (submissions/sealed_run.py)
     output_mac: str | None = None
 
 

@@ -159,7 +159,7 @@ def verify_runs(key: bytes, season: str, root: Path, runs_out: Path) -> list[Ver
     from reconbench.core.tracks import get_track
     from reconbench.image import sealed_scores as sealed
     from reconbench.image.results import RECONSTRUCTIONS_FILE
-    from reconbench.pipeline.sealed_run import output_mac
+    from reconbench.submissions.sealed_run import output_mac
 
     import hmac
 

@@ -1,4 +1,4 @@
-"""`recon-submit seal`: the board's sealed runs (reconbench.pipeline.sealed_run), and the end of a season
+"""`recon-submit seal`: the board's sealed runs (reconbench.submissions.sealed_run), and the end of a season
 (reconbench.submissions.seal_reveal).
 
     seal run SUBMISSION --seal-key KEY [--device cpu|cuda] --out PRIVATE   the board runs a sealed submission
@@ -19,17 +19,8 @@ from typing import Optional
 
 import typer
 
+from reconbench.cli.commands.seal_key import read_seal_key
 from reconbench.core.console import console, escape, fail
-
-
-def read_seal_key(path: Path) -> bytes:
-    """The key at `path` (validate --seal-key, seal reveal), or one line naming the file and the problem."""
-    from reconbench.core.seal import SealError, read_key
-
-    try:
-        return read_key(path)
-    except SealError as exc:
-        fail(str(exc))
 
 
 def register(app: typer.Typer) -> None:
@@ -60,7 +51,7 @@ def run(
     Example: recon-submit seal run sealed-submissions/2026-s2/my-lab/first/submission.toml --seal-key ../shared/secrets/seal.key --out /tmp/private
     """
     from reconbench.core.seal import SealError
-    from reconbench.pipeline.sealed_run import SealedRunError, run as run_sealed
+    from reconbench.submissions.sealed_run import SealedRunError, run as run_sealed
     from reconbench.submissions.sealed_submission import SealedSubmissionError
 
     key = read_seal_key(seal_key)
@@ -108,7 +99,7 @@ def pack_output(
 
     Example: recon-submit seal pack-output sealed-run-output --seal-key ../shared/secrets/seal.key --season 2026-s2 --to out.sealed
     """
-    from reconbench.pipeline.sealed_run import pack_output as pack
+    from reconbench.submissions.sealed_run import pack_output as pack
 
     if not folder.is_dir():
         fail(f"{folder}: no such folder")
@@ -126,7 +117,7 @@ def unpack_output(
     Example: recon-submit seal unpack-output out.sealed --reveal reveal.json --to runs-out
     """
     from reconbench.core.seal import SealError
-    from reconbench.pipeline.sealed_run import unpack_output as unpack
+    from reconbench.submissions.sealed_run import unpack_output as unpack
     from reconbench.submissions.seal_reveal import read_reveal
 
     if to.exists():

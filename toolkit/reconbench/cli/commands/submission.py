@@ -13,7 +13,7 @@ from typing import Optional
 import typer
 
 from reconbench.cli.commands.weights import apply_offline, offline_option, weights_dir_option
-from reconbench.cli.commands.seal import read_seal_key
+from reconbench.cli.commands.seal_key import read_seal_key
 from reconbench.core.console import console, escape, fail, invoked_as, suggest
 
 FORMATS = ("text", "markdown", "json")
