@@ -35,9 +35,9 @@ def print_tracks(status: str | None = None, include_planned: bool = False) -> No
         seal = getattr(t, "seal", None)
         twin = seal is not None and t.id == seal.group
         if twin:  # one row per sealed twin, under the id --track takes: its K draws are runs of it
-            state += f" · SEALED twin, {seal.draws} draws: {short_kind(seal)}"
+            state += f" · SEALED twin, {seal.draws} draws\n{short_kind(seal)}"
         elif seal is not None:  # one draw alone (tracks --status, or a twin whose other draws are not shown)
-            state += f" · SEALED draw {seal.draw + 1}/{seal.draws}: {short_kind(seal)}"
+            state += f" · SEALED draw {seal.draw + 1}/{seal.draws}\n{short_kind(seal)}"
         rows.append((t.id, state, t.dataset, arch, size, acc, f"{t.query_budget:,}", "\n".join(t.scenarios)))
     columns = ("status", "dataset", "architecture", "|D_tar|", "accuracy train/test", "query budget", "scenarios")
     console.print(_table(title, columns, rows), crop=False)
