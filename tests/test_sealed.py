@@ -7,9 +7,7 @@ than the shipped draws), and the registry pointed at that draw (RECONBENCH_REGIS
 
 from __future__ import annotations
 
-import base64
 import json
-import lzma
 import re
 import shutil
 from pathlib import Path
@@ -19,6 +17,7 @@ import pytest
 
 from reconbench.core.seal import SealError, commitment, draw_members, new_key, open_draw
 from reconbench.image.models.sealed_registry import SEALED
+from carried_attack import write_carried_attack
 
 ATTACKS = Path(__file__).parent / "attacks"
 GROUP = "fashion-n100-sealed"
@@ -86,19 +85,6 @@ def on_sealed(sealed, monkeypatch):
     home, key, registry, track_id = sealed
     monkeypatch.setenv("RECONBENCH_REGISTRY", str(registry))
     return home, key, track_id
-
-
-def _carry(folder: Path, images: np.ndarray, labels: np.ndarray, per_file: int = 100) -> None:
-    """The attack file and its carried images (carried_part<i>.py) in one folder."""
-    folder.mkdir(parents=True, exist_ok=True)
-    shutil.copy(ATTACKS / "carried.py", folder / "carried.py")
-    names = []
-    for i, lo in enumerate(range(0, len(images), per_file)):
-        im, lab = images[lo:lo + per_file], labels[lo:lo + per_file].astype(np.int64)
-        data = base64.b64encode(lzma.compress(im.tobytes() + lab.tobytes(), preset=9)).decode()
-        (folder / f"carried_part{i}.py").write_text(f'COUNT = {len(im)}\nDATA = "{data}"\n')
-        names.append(f"carried_part{i}")
-    (folder / "carried_data.py").write_text("".join(f"import {n}\n" for n in names) + f"PARTS = [{', '.join(names)}]\n")
 
 
 def _evaluate_and_submit(home: Path, track_id: str, spec: str, team: str, twin: bool = False):
@@ -245,7 +231,7 @@ def test_hostile_embedding_the_open_twins_targets_is_refused(on_sealed):
 
     opened, _ = _public_images(0)
     folder = home / "hostile-open"
-    _carry(folder, opened.target.images, opened.target.labels)
+    write_carried_attack(folder, opened.target.images, opened.target.labels)
     _, root, _ = _evaluate_and_submit(home, track_id, f"{folder / 'carried.py'}:CarriedTargets", "copier")
     for key_given in (None, key):
         entry, _ = _sealed_check(validate_board(None, root, rescore=False, seal_key=key_given))
@@ -269,7 +255,7 @@ def test_hostile_loss_pick_over_carried_public_data_is_refused_with_the_key(on_s
     images = np.concatenate([whole.images, others.images])
     labels = np.concatenate([whole.labels, others.labels])
     folder = home / "hostile-loss"
-    _carry(folder, images, labels)
+    write_carried_attack(folder, images, labels)
     result, root, entry_dir = _evaluate_and_submit(home, track_id, f"{folder / 'carried.py'}:LossPick", "picker")
     # it does pick mostly members (AUC-level membership inference), and some non-members
     from reconbench.core.io import load_arrays

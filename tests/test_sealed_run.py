@@ -9,9 +9,7 @@ temporary folder (image/sealed.sealed_path pointed there).
 
 from __future__ import annotations
 
-import base64
 import json
-import lzma
 import os
 import shutil
 from pathlib import Path
@@ -20,6 +18,7 @@ import numpy as np
 import pytest
 
 from reconbench.core.seal import new_key
+from carried_attack import write_carried_attack
 
 ATTACKS = Path(__file__).parent / "attacks"
 GROUP = "fashion-n100-sealed-s2"
@@ -485,20 +484,6 @@ def test_seal_run_refuses_a_bad_submission_in_one_line_before_anything_runs(boar
     assert res.exit_code == 0, res.output
 
 
-def _carried_attack(folder: Path, images: np.ndarray, labels: np.ndarray, per_file: int = 100) -> None:
-    """tests/attacks/carried.py and its carried images (carried_part<i>.py, imported by carried_data.py) as an own
-    attack folder: every file imported, so the folder is exactly the attack's source."""
-    folder.mkdir(parents=True)
-    shutil.copy(ATTACKS / "carried.py", folder / "carried.py")
-    names = []
-    for i, lo in enumerate(range(0, len(images), per_file)):
-        im, lab = images[lo:lo + per_file], labels[lo:lo + per_file].astype(np.int64)
-        data = base64.b64encode(lzma.compress(im.tobytes() + lab.tobytes(), preset=9)).decode()
-        (folder / f"carried_part{i}.py").write_text(f'COUNT = {len(im)}\nDATA = "{data}"\n')
-        names.append(f"carried_part{i}")
-    (folder / "carried_data.py").write_text("".join(f"import {n}\n" for n in names) + f"PARTS = [{', '.join(names)}]\n")
-
-
 def test_hostile_loss_pick_over_carried_block_images_fails_by_counts_only_and_gets_no_verdict(board):
     """Issue 43: an attack that carries public images of the sealed block (what 256 KiB holds) and returns those the
     model fits best. Its picks that are not members copy public images that are not members: the copy rule with the
@@ -512,7 +497,7 @@ def test_hostile_loss_pick_over_carried_block_images_fails_by_counts_only_and_ge
     pick = np.random.default_rng(0).choice(len(block.labels), 300, replace=False)
     path = _submission(board["subs"], "lab-g", "pick", f'twin = "{GROUP}"\nscenario = "static/black-box/same"\n\n'
                                                        '[attack]\nfile = "carried.py"\nclass = "LossPick"\n')
-    _carried_attack(path.parent / "attack", block.images[pick], block.labels[pick])
+    write_carried_attack(path.parent / "attack", block.images[pick], block.labels[pick])
     done = run(path, board["key"], out=board["out"], root=board["root"])
     record = done.record
     assert record.tier is None and record.extracts is None
