@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sysconfig
 from pathlib import Path
 
 import numpy as np
@@ -312,8 +313,8 @@ class Peek(Attack):
 
 
 def test_hostile_own_attack_sees_neither_the_key_nor_the_weights_nor_the_private_output(board):
-    """An own attack reads (by Python and by native code) the key file, a copy of it inside the bound package (only
-    the run's `hiding` covers a .py name there), the draws' encrypted weight files, the package's sealed folder, the
+    """An own attack reads (by Python and by native code) the key file, a copy of it inside the bound site-packages
+    (only the run's `hiding` covers a .py name there), the draws' encrypted weight files, the package's sealed folder, the
     test registry, and lists the private output folder and the data folder: it reads nothing, on every draw, and
     the sandbox's mount arguments do not bind the key or the private output."""
     from reconbench.core.tracks import embedded_file, sealed_draws
@@ -323,7 +324,9 @@ def test_hostile_own_attack_sees_neither_the_key_nor_the_weights_nor_the_private
     import reconbench
 
     package = Path(reconbench.__file__).resolve().parent
-    inside = package / "_test_sealed_run_key.py"  # a key file as a .py inside a bound folder: only hiding() covers it
+    # a key file as a .py inside a bound folder, where only hiding() covers it: site-packages, not the package, whose
+    # source other tests read while this one runs (a key file there is not Python)
+    inside = Path(sysconfig.get_paths()["purelib"]) / f"_test_sealed_run_key_{os.getpid()}.py"
     inside.write_text(board["key"].hex() + "\n")
     try:
         draws = sealed_draws(GROUP)
