@@ -67,6 +67,11 @@ def _twins_as_one(tracks: list) -> list:
     return out
 
 
+def _reveals(tracks: list) -> str:
+    """When each season of these draws has its key revealed, one clause per season."""
+    return ", ".join(sorted({f"season {t.seal.season}: key revealed after {t.seal.reveal_after}" for t in tracks}))
+
+
 def sealed_footer(sealed: list) -> str:
     """What a sealed twin is, which ids --track takes, what evaluate does on one, and when its score is
     published (docs/sealed.md): the practice draws of a burned season, and the board-run twins."""
@@ -78,7 +83,7 @@ def sealed_footer(sealed: list) -> str:
     parts = []
     if practice:
         groups = sorted({t.seal.group for t in practice})
-        reveal = ", ".join(sorted({f"season {t.seal.season}: key revealed after {t.seal.reveal_after}" for t in practice}))
+        reveal = _reveals(practice)
         parts.append(
             f"SEALED twins ({', '.join(groups)}): {kind(practice[0].seal)}; each draw's model trained on one half of a "
             "public pool, drawn from the board's secret key. --track takes the twin's id and runs all its draws (one "
@@ -88,7 +93,7 @@ def sealed_footer(sealed: list) -> str:
             f"them once the key is revealed ({reveal}).")
     if board:
         groups = sorted({t.seal.group for t in board})
-        reveal = ", ".join(sorted({f"season {t.seal.season}: key revealed after {t.seal.reveal_after}" for t in board}))
+        reveal = _reveals(board)
         parts.append(
             f"SEALED twins ({', '.join(groups)}): {kind(board[0].seal).replace('recon-submit', invoked_as())}; their "
             "pools are drawn from the whole sealed block and their models ship only encrypted, so evaluate refuses "

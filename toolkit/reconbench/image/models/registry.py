@@ -52,6 +52,17 @@ def save_model(model: nn.Module, path: Path, metadata: dict[str, str] | None = N
         sort_safetensors_metadata(tmp)
 
 
+def _fitted(arch: str, state: dict, where: str, device: str | torch.device, kwargs: dict) -> nn.Module:
+    """`arch` built and given `state` (strictly), in eval mode on `device`; one message naming `where` otherwise."""
+    model = build_model(arch, **kwargs)
+    try:
+        model.load_state_dict(state, strict=True)
+    except RuntimeError as exc:
+        first = str(exc).splitlines()[0]
+        raise FileFormatError(f"{where}: weights do not fit architecture '{arch}': {first}") from None
+    return model.to(device).eval()
+
+
 def load_model_bytes(arch: str, data: bytes, where: str, device: str | torch.device = "cpu", **kwargs) -> nn.Module:
     """load_model from safetensors bytes in memory (a sealed draw's decrypted weights: never written to a file)."""
     from safetensors.torch import load as load_bytes
@@ -60,13 +71,7 @@ def load_model_bytes(arch: str, data: bytes, where: str, device: str | torch.dev
         state = load_bytes(data)
     except (SafetensorError, OSError, ValueError) as exc:
         raise FileFormatError(f"{where}: not a valid safetensors file ({exc})") from None
-    model = build_model(arch, **kwargs)
-    try:
-        model.load_state_dict(state, strict=True)
-    except RuntimeError as exc:
-        first = str(exc).splitlines()[0]
-        raise FileFormatError(f"{where}: weights do not fit architecture '{arch}': {first}") from None
-    return model.to(device).eval()
+    return _fitted(arch, state, where, device, kwargs)
 
 
 def load_model(arch: str, path: Path, device: str | torch.device = "cpu", **kwargs) -> nn.Module:
@@ -78,10 +83,4 @@ def load_model(arch: str, path: Path, device: str | torch.device = "cpu", **kwar
         state = load_file(str(path))
     except (SafetensorError, OSError) as exc:
         raise FileFormatError(f"{path}: not a valid safetensors file ({exc})") from None
-    model = build_model(arch, **kwargs)
-    try:
-        model.load_state_dict(state, strict=True)
-    except RuntimeError as exc:
-        first = str(exc).splitlines()[0]
-        raise FileFormatError(f"{path}: weights do not fit architecture '{arch}': {first}") from None
-    return model.to(device).eval()
+    return _fitted(arch, state, str(path), device, kwargs)
