@@ -13,6 +13,8 @@ the key and opens the files (`recon-submit seal verify`). `cryptography`'s AESGC
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 from pathlib import Path
 
@@ -65,11 +67,6 @@ def open_file(path: Path, key: bytes, label: str) -> bytes:
 # The board's sealed job opens a v2 draw's files with the key in hand; the loaders (image/track_files.py,
 # image/sealed.py) read it from here rather than through every signature between the job and them. Outside
 # `opening`, a v2 draw cannot be loaded: one message says that only the board's sealed run opens it.
-_OPENED: "contextvars.ContextVar[bytes | None]"
-
-import contextlib  # noqa: E402
-import contextvars  # noqa: E402
-
 _OPENED = contextvars.ContextVar("reconbench_sealed_master_key", default=None)
 
 
